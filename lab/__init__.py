@@ -1,0 +1,1 @@
+"""kvm-mmu-series harness: base -> tree -> kernel -> selftests -> guest -> results."""

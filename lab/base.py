@@ -1,0 +1,126 @@
+"""The base: Debian's linux-source package, pinned by version and sha256.
+
+base.conf names the package, version and the sha256 of the tarball it ships.
+Users with their own source can override it with LAB_BASE_TARBALL (a kernel
+tarball) or LAB_BASE_TREE (an extracted kernel tree); those are used as given.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import paths
+from lab.progress import LabError, say
+
+
+@dataclass(frozen=True)
+class Base:
+    package: str
+    version: str
+    sha256: str
+
+    @property
+    def tarball_name(self) -> str:
+        # linux-source-6.12 ships usr/src/linux-source-6.12.tar.xz
+        return f"{self.package}.tar.xz"
+
+    @property
+    def label(self) -> str:
+        return f"{self.package} {self.version}"
+
+
+def parse_conf(text: str, origin: str = "base.conf") -> Base:
+    fields = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise LabError(f"{origin}:{n}: expected 'key = value', got {raw!r}")
+        fields[key.strip()] = value.strip()
+    missing = [k for k in ("package", "version", "sha256") if not fields.get(k)]
+    if missing:
+        raise LabError(f"{origin}: missing {', '.join(missing)}")
+    return Base(fields["package"], fields["version"], fields["sha256"].lower())
+
+
+def load(conf: Path = paths.ROOT / "base.conf") -> Base:
+    try:
+        return parse_conf(conf.read_text(), str(conf))
+    except FileNotFoundError as e:
+        raise LabError(f"{conf} is missing") from e
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def apt_download(spec: str, dest: Path) -> Path:
+    """apt-get download spec into dest; one-line LabError on any failure."""
+    if not shutil.which("apt-get"):
+        raise LabError(f"cannot fetch {spec}: apt-get not found (set LAB_BASE_TARBALL to use a local tarball)")
+    dest.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["apt-get", "download", spec], cwd=dest, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        errs = [ln for ln in lines if ln.startswith("E:")] or lines[-1:] or ["no output"]
+        raise LabError(f"apt-get download {spec} failed: {errs[-1]}")
+    debs = sorted(dest.glob("*.deb"))
+    if not debs:
+        raise LabError(f"apt-get download {spec} succeeded but left no .deb in {dest}")
+    return debs[-1]
+
+
+def deb_member(deb: Path, member: str, dest: Path) -> Path:
+    """Extract one file of a .deb (dpkg-deb -x into a scratch dir)."""
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        src = Path(tmp) / member
+        if not src.exists():
+            raise LabError(f"{deb.name} has no {member}")
+        shutil.move(src, dest)
+    return dest
+
+
+def tarball(base: Base | None = None) -> Path:
+    """Path to the verified base tarball, downloading it with apt if needed."""
+    override = os.environ.get("LAB_BASE_TARBALL")
+    if override:
+        p = Path(override).resolve()
+        if not p.is_file():
+            raise LabError(f"LAB_BASE_TARBALL={override}: no such file")
+        say(f"base: using {p} (override, sha256 {sha256_of(p)[:16]}..., not checked against base.conf)")
+        return p
+    base = base or load()
+    cached = paths.CACHE / f"{base.package}_{base.version}.tar.xz"
+    if cached.exists():
+        got = sha256_of(cached)
+        if got == base.sha256:
+            return cached
+        say(f"base: cached {cached} has sha256 {got}, expected {base.sha256}; fetching again")
+        cached.unlink()
+    say(f"base: fetching {base.package}={base.version} with apt-get")
+    with tempfile.TemporaryDirectory(dir=_mkdir(paths.CACHE)) as tmp:
+        deb = apt_download(f"{base.package}={base.version}", Path(tmp))
+        part = Path(tmp) / "tarball"
+        deb_member(deb, f"usr/src/{base.tarball_name}", part)
+        got = sha256_of(part)
+        if got != base.sha256:
+            raise LabError(f"base: sha256 mismatch for {base.tarball_name} from {deb.name}: "
+                           f"expected {base.sha256}, got {got}")
+        part.rename(cached)
+    return cached
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p

@@ -1,0 +1,138 @@
+"""python3 -m lab <command>: the thin command line the Makefile calls."""
+import argparse
+import json
+import sys
+import time
+
+from lab import base, deps, kernel, ktap, paths, profile, selftests, testrun, tree
+from lab.progress import LabError, say
+
+
+def _source_and_label():
+    import os
+    from pathlib import Path
+    override = os.environ.get("LAB_BASE_TREE")
+    if override:
+        p = Path(override).resolve()
+        if not (p / "Makefile").is_file() or not (p / "virt/kvm").is_dir():
+            raise LabError(f"LAB_BASE_TREE={override} does not look like a kernel tree")
+        say(f"base: using the tree {p} (override)")
+        return p, f"tree {p}"
+    tarball = base.tarball()
+    if os.environ.get("LAB_BASE_TARBALL"):
+        return tarball, f"tarball {tarball.name} {base.sha256_of(tarball)[:16]}"
+    b = base.load()
+    return tarball, b.label
+
+
+def cmd_base(args):
+    src, label = _source_and_label()
+    print(f"{label}: {src}")
+
+
+def cmd_tree(args):
+    src, label = _source_and_label()
+    tree.make_tree(src, label, force=args.force)
+
+
+def cmd_export(args):
+    if not (paths.TREE / ".git").exists():
+        raise LabError(f"{paths.TREE} does not exist: nothing to export (make tree)")
+    changed = tree.export(paths.TREE, paths.PATCHES)
+    say("export: " + (f"wrote {', '.join(changed)}" if changed else "patches/ already up to date"))
+
+
+def _build(args) -> kernel.Build:
+    return kernel.Build(profile.load(args.arch), args.variant, args.debug)
+
+
+def cmd_kernel(args):
+    kernel.build(_build(args))
+
+
+def cmd_selftests(args):
+    selftests.build(_build(args))
+
+
+def cmd_deps(args):
+    if args.install:
+        deps.install()
+    else:
+        lack = deps.missing()
+        if lack:
+            raise LabError("missing: " + ", ".join(f"{t} (apt: {p})" for t, p in lack)
+                           + "; run make deps")
+        say("deps: every tool is present")
+
+
+def cmd_test(args):
+    arches = args.arch or profile.arches()
+    reports = []
+    for arch in arches:
+        prof = profile.load(arch)
+        try:
+            reports += testrun.run_arch(prof, args.variant, not args.no_debug, args.boot)
+        except LabError as e:
+            rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
+            rep.rows.append((f"{arch}: build, selftests and initramfs",
+                             ktap.Result("build", ktap.FAIL, "see the error above")))
+            reports.append(rep)
+            say(f"error: {e}")
+    rows = [row for r in reports for row in r.rows]
+    text = ktap.render(rows)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = paths.RESULTS / f"test-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ktap.txt").write_text(text)
+    (out / "summary.json").write_text(json.dumps([
+        {"boot": r.label, "seconds": round(r.seconds, 1), "qemu_peak_rss_kib": r.peak_rss_kib,
+         "console_log": r.log, "problems": r.problems,
+         "tests": [{"name": lbl, "status": res.status, "detail": res.detail}
+                   for lbl, res in r.rows]} for r in reports], indent=2) + "\n")
+    print(text, end="")
+    problems = [p for r in reports for p in r.problems]
+    for p in problems:
+        print(f"FAILED: {p}", file=sys.stderr)
+    failed = sum(1 for _, r in rows if r.failed)
+    skipped = sum(1 for _, r in rows if r.status == ktap.SKIP)
+    passed = len(rows) - failed - skipped
+    say(f"results: {out}")
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed or problems else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lab", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("base", help="fetch and verify the base tarball").set_defaults(fn=cmd_base)
+    t = sub.add_parser("tree", help="build/linux = base + patches/series")
+    t.add_argument("--force", action="store_true", help="discard unexported work in the tree")
+    t.set_defaults(fn=cmd_tree)
+    sub.add_parser("export", help="write the tree's commits to patches/").set_defaults(fn=cmd_export)
+    d = sub.add_parser("deps", help="check (or --install) the system tools")
+    d.add_argument("--install", action="store_true")
+    d.set_defaults(fn=cmd_deps)
+    for name, fn in (("kernel", cmd_kernel), ("selftests", cmd_selftests), ("test", cmd_test)):
+        s = sub.add_parser(name)
+        if name == "test":
+            s.add_argument("--arch", action="append", choices=profile.arches())
+            s.add_argument("--boot", action="append", help="only these boots (default: all)")
+            s.add_argument("--no-debug", action="store_true", help="without configs/debug.config")
+            s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)
+        else:
+            s.add_argument("--arch", default="x86_64", choices=profile.arches())
+            s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)
+            s.add_argument("--debug", action="store_true", help="merge configs/debug.config")
+        s.set_defaults(fn=fn)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.fn(args) or 0
+    except LabError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

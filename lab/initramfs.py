@@ -1,0 +1,97 @@
+"""The guest's initramfs: busybox-static, the curated kvm selftests, an init.
+
+busybox comes from Debian's busybox-static for the guest's architecture,
+fetched with apt-get download (so arm64's needs no multiarch install).
+"""
+import gzip
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from lab import base, paths
+from lab.kernel import Build
+from lab.progress import LabError, say
+from lab.selftests import install_dir
+from lab.testlist import TestList
+
+GUEST_FILES = Path(__file__).parent / "guest"
+
+
+def busybox(debian_arch: str) -> Path:
+    cached = paths.CACHE / f"busybox-static-{debian_arch}"
+    if cached.exists():
+        return cached
+    say(f"initramfs: fetching busybox-static:{debian_arch} with apt-get")
+    paths.CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=paths.CACHE) as tmp:
+        deb = base.apt_download(f"busybox-static:{debian_arch}", Path(tmp))
+        part = Path(tmp) / "busybox"
+        base.deb_member(deb, "bin/busybox", part)
+        part.chmod(0o755)
+        part.rename(cached)
+    return cached
+
+
+def boot_script(tests: TestList, boot: str) -> str:
+    """Shell lines that run each test of the boot with kselftest's runner.
+
+    One runner call per test: each gets its own timeout (-o) and arguments
+    (the runner's KSELFTEST_<NAME>_ARGS variable). Skipped tests are not run;
+    the host reports them from the list.
+    """
+    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}"]
+    for t in tests.tests_for(boot):
+        if t.skip:
+            continue
+        lines.append(f"{t.args_var}={shlex.quote(t.args)} ./run_kselftest.sh "
+                     f"-o {t.timeout} -t kvm:{t.name}")
+    return "\n".join(lines) + "\n"
+
+
+def build(b: Build, tests: TestList, dest: Path) -> Path:
+    src = install_dir(b)
+    if not (src / "run_kselftest.sh").exists():
+        raise LabError(f"initramfs {b.name}: no kselftest install in {src}; build the selftests first")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for d in ("bin", "usr/bin", "lab/boots", "kselftest/kvm"):
+            (root / d).mkdir(parents=True)
+        shutil.copy2(busybox(b.profile.debian_arch), root / "bin/busybox")
+        (root / "bin/sh").symlink_to("busybox")
+        # Upstream wrapper scripts such as nx_huge_pages_test.sh say #!/bin/bash.
+        (root / "bin/bash").symlink_to("busybox")
+        shutil.copy2(GUEST_FILES / "init", root / "init")
+        shutil.copy2(GUEST_FILES / "timeout", root / "usr/bin/timeout")
+        os.chmod(root / "init", 0o755)
+        os.chmod(root / "usr/bin/timeout", 0o755)
+        ks = root / "kselftest"
+        shutil.copy2(src / "run_kselftest.sh", ks)
+        shutil.copytree(src / "kselftest", ks / "kselftest")
+        shutil.copy2(src / "kvm" / "settings", ks / "kvm")
+        listed = []
+        for t in tests.tests:
+            if t.skip:
+                continue
+            f = src / "kvm" / t.name
+            if not f.exists():
+                raise LabError(f"testlists/{tests.arch}.toml names {t.name}, which the kvm "
+                               f"selftests of {b.name} do not install ({src / 'kvm'})")
+            (ks / "kvm" / t.name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, ks / "kvm" / t.name)
+            listed.append(f"kvm:{t.name}")
+        (ks / "kselftest-list.txt").write_text("\n".join(sorted(set(listed))) + "\n")
+        for boot in tests.boots:
+            (root / "lab/boots" / f"{boot.name}.sh").write_text(boot_script(tests, boot.name))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        files = subprocess.run("find . -print0 | sort -z", shell=True, cwd=root,
+                               capture_output=True, check=True).stdout
+        cpio = subprocess.run(["cpio", "--null", "-o", "-H", "newc", "--quiet", "-R", "0:0"],
+                              input=files, cwd=root, capture_output=True)
+        if cpio.returncode != 0:
+            raise LabError(f"initramfs {b.name}: cpio failed: {cpio.stderr.decode().strip()}")
+        dest.write_bytes(gzip.compress(cpio.stdout, compresslevel=1, mtime=0))
+    say(f"initramfs {b.name}: {dest} ({dest.stat().st_size >> 20} MiB, {len(listed)} tests)")
+    return dest

@@ -1,0 +1,133 @@
+"""Configure and build one kernel: ARCH x VARIANT (vanilla|patched) x debug.
+
+The object directory is a direct subdirectory of its source tree
+(build/linux/.out-x86_64-patched), because only then does kbuild call the
+source ".." instead of an absolute path: the vanilla and patched trees then
+compile with identical command lines and ccache shares every unchanged object.
+build/<arch>-<variant>[-debug] is a symlink to it.
+"""
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import paths, tree
+from lab.profile import Profile
+from lab.progress import LabError, compiler_errors, jobs, run_logged, say
+
+VARIANTS = ("vanilla", "patched")
+
+
+@dataclass(frozen=True)
+class Build:
+    profile: Profile
+    variant: str
+    debug: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.profile.arch}-{self.variant}" + ("-debug" if self.debug else "")
+
+    @property
+    def src(self) -> Path:
+        return paths.TREE if self.variant == "patched" else paths.VANILLA_SRC
+
+    @property
+    def out(self) -> Path:
+        return self.src / f".out-{self.name}"
+
+    @property
+    def link(self) -> Path:
+        return paths.BUILD / self.name
+
+    @property
+    def image(self) -> Path:
+        return self.out / self.profile.image
+
+    @property
+    def headers(self) -> Path:
+        return self.out / "usr" / "include"
+
+    def fragments(self) -> list[Path]:
+        names = ["common", self.profile.arch] + (["debug"] if self.debug else [])
+        return [paths.CONFIGS / f"{n}.config" for n in names]
+
+    def make_argv(self, *targets: str) -> list[str]:
+        cc = f"{self.profile.cross_compile}gcc"
+        argv = ["make", "-C", str(self.src), f"O={self.out}", f"ARCH={self.profile.make_arch}",
+                f"-j{jobs()}"]
+        if self.profile.cross_compile:
+            argv.append(f"CROSS_COMPILE={self.profile.cross_compile}")
+        if shutil.which("ccache"):
+            argv += [f"CC=ccache {cc}", "HOSTCC=ccache gcc"]
+        return argv + list(targets)
+
+    def log(self, step: str) -> Path:
+        return paths.LOGS / f"{step}-{self.name}.log"
+
+
+def requested_options(fragments: list[Path]) -> dict[str, str]:
+    """CONFIG_X -> value ('n' for '# CONFIG_X is not set') from the fragments."""
+    want = {}
+    for f in fragments:
+        for line in f.read_text().splitlines():
+            m = re.match(r"(CONFIG_[A-Za-z0-9_]+)=(.*)", line)
+            if m:
+                want[m.group(1)] = m.group(2)
+            m = re.match(r"# (CONFIG_[A-Za-z0-9_]+) is not set", line)
+            if m:
+                want[m.group(1)] = "n"
+    return want
+
+
+def unmet_options(want: dict[str, str], config_text: str) -> list[str]:
+    """Requested options that Kconfig dropped (unmet dependency or typo)."""
+    have = {}
+    for line in config_text.splitlines():
+        m = re.match(r"(CONFIG_[A-Za-z0-9_]+)=(.*)", line)
+        if m:
+            have[m.group(1)] = m.group(2)
+    bad = []
+    for opt, val in want.items():
+        got = have.get(opt, "n")
+        if got != val:
+            bad.append(f"{opt}={val} (got {got})")
+    return bad
+
+
+def configure(b: Build) -> None:
+    b.out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, ARCH=b.profile.make_arch)
+    run_logged([str(b.src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(b.out),
+                "/dev/null", *map(str, b.fragments())], b.log("config"),
+               f"config {b.name}", cwd=b.src, env=env)
+    run_logged(b.make_argv(f"KCONFIG_ALLCONFIG={b.out / '.config'}", "allnoconfig"),
+               b.log("config"), f"config {b.name}")
+    bad = unmet_options(requested_options(b.fragments()), (b.out / ".config").read_text())
+    if bad:
+        raise LabError(f"config {b.name}: the fragments ask for options Kconfig did not "
+                       f"set: {', '.join(bad)} (see {b.out / '.config'})")
+
+
+def build(b: Build) -> Path:
+    """Build b's kernel image (and its UAPI headers); return the image path."""
+    if b.variant == "vanilla":
+        tree.ensure_worktree(paths.TREE, paths.VANILLA_SRC)
+    elif not (paths.TREE / ".git").exists():
+        raise LabError(f"{paths.TREE} does not exist: run `make tree` first")
+    for tool in ("make", f"{b.profile.cross_compile}gcc", "flex", "bison", "bc"):
+        if not shutil.which(tool):
+            raise LabError(f"kernel {b.name}: {tool} not found (make deps installs it)")
+    say(f"kernel {b.name}: configuring")
+    log = b.log("kernel")
+    log.unlink(missing_ok=True)
+    configure(b)
+    say(f"kernel {b.name}: building {b.profile.target} (log: {log})")
+    secs = run_logged(b.make_argv(b.profile.target, "headers"), log, f"kernel {b.name}",
+                      explain=compiler_errors)
+    if b.link.is_symlink() or b.link.exists():
+        b.link.unlink()
+    b.link.symlink_to(b.out.relative_to(paths.BUILD))
+    say(f"kernel {b.name}: built in {secs:.0f} s -> {b.link / b.profile.image}")
+    return b.image

@@ -1,0 +1,82 @@
+"""Read kselftest's KTAP/TAP output off a serial console; write the summary.
+
+The console interleaves the runner's TAP with kernel messages and carriage
+returns, and one boot holds one TAP document per test (one runner call each),
+so the reader keeps only result lines and "# selftests: <dir>: <test>"
+headers, and keys results by test basename.
+"""
+import re
+from dataclasses import dataclass
+
+RESULT_RE = re.compile(r"^(not ok|ok) (\d+) (?:selftests: [^:]+: )?(\S+)(?:\s+#\s*(.*))?$")
+HEADER_RE = re.compile(r"^# selftests: [^:]+: (\S+)$")
+# kernel messages carry a printk timestamp; the runner's lines do not.
+TIMESTAMP_RE = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+
+PASS, FAIL, SKIP, TIMEOUT, NOT_RUN = "pass", "fail", "skip", "timeout", "not run"
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    status: str
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (FAIL, TIMEOUT, NOT_RUN)
+
+
+def clean(line: str) -> str:
+    return line.replace("\r", "").rstrip("\n")
+
+
+def parse_result(line: str) -> Result | None:
+    m = RESULT_RE.match(clean(line).strip())
+    if not m:
+        return None
+    verdict, _, name, directive = m.groups()
+    directive = (directive or "").strip()
+    if directive.upper().startswith("SKIP"):
+        return Result(name, SKIP, directive[4:].strip())
+    if directive.upper().startswith("TIMEOUT"):
+        return Result(name, TIMEOUT, directive)
+    if verdict == "ok":
+        return Result(name, PASS, directive)
+    return Result(name, FAIL, directive)
+
+
+def parse(lines) -> dict[str, Result]:
+    """Test basename -> its result, from every TAP block in the console."""
+    results = {}
+    for line in lines:
+        r = parse_result(line)
+        if r:
+            results[r.name] = r
+    return results
+
+
+def header_test(line: str) -> str | None:
+    m = HEADER_RE.match(clean(line).strip())
+    return m.group(1) if m else None
+
+
+def render(rows: list[tuple[str, Result]]) -> str:
+    """kselftest's own format: TAP 13, one line per test, Totals line."""
+    out = ["TAP version 13", f"1..{len(rows)}"]
+    counts = {PASS: 0, FAIL: 0, SKIP: 0}
+    for i, (label, r) in enumerate(rows, 1):
+        if r.status == PASS:
+            out.append(f"ok {i} {label}")
+            counts[PASS] += 1
+        elif r.status == SKIP:
+            out.append(f"ok {i} {label} # SKIP {r.detail}".rstrip())
+            counts[SKIP] += 1
+        else:
+            tag = {TIMEOUT: r.detail or "TIMEOUT", NOT_RUN: f"not run: {r.detail}"}.get(
+                r.status, r.detail)
+            out.append(f"not ok {i} {label}" + (f" # {tag}" if tag else ""))
+            counts[FAIL] += 1
+    out.append(f"# Totals: pass:{counts[PASS]} fail:{counts[FAIL]} xfail:0 xpass:0 "
+               f"skip:{counts[SKIP]} error:0")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,50 @@
+"""Per-architecture facts, as data: how to build the kernel and boot it in QEMU."""
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import paths
+from lab.progress import LabError
+
+
+@dataclass(frozen=True)
+class Profile:
+    arch: str
+    make_arch: str
+    cross_compile: str
+    target: str
+    image: str
+    debian_arch: str
+    qemu_binary: str
+    machine: str
+    cpu: str
+    smp: int
+    memory: str
+    console: str
+    append: str
+
+    def qemu_argv(self, kernel: Path, initrd: Path, cmdline: str) -> list[str]:
+        append = " ".join(x for x in (f"console={self.console}", "panic=-1",
+                                      "oops=panic", self.append, cmdline) if x)
+        # -no-reboot turns the guest's reboot (and panic=-1's) into QEMU exiting.
+        return [self.qemu_binary, "-M", self.machine, "-cpu", self.cpu,
+                "-smp", str(self.smp), "-m", self.memory, "-accel", "tcg",
+                "-nodefaults", "-display", "none", "-serial", "stdio", "-no-reboot",
+                "-kernel", str(kernel), "-initrd", str(initrd), "-append", append]
+
+
+def arches() -> list[str]:
+    return sorted(p.stem for p in paths.ARCH_PROFILES.glob("*.toml"))
+
+
+def load(arch: str) -> Profile:
+    f = paths.ARCH_PROFILES / f"{arch}.toml"
+    if not f.exists():
+        raise LabError(f"unknown ARCH={arch}; known: {', '.join(arches())}")
+    data = tomllib.loads(f.read_text())
+    k, q = data["kernel"], data["qemu"]
+    return Profile(arch=arch, make_arch=k["make_arch"], cross_compile=k["cross_compile"],
+                   target=k["target"], image=k["image"], debian_arch=k["debian_arch"],
+                   qemu_binary=q["binary"], machine=q["machine"], cpu=q["cpu"],
+                   smp=q["smp"], memory=q["memory"], console=q["console"],
+                   append=q["append"])

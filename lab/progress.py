@@ -1,0 +1,61 @@
+"""Progress lines with elapsed time, logged subprocesses, and the one error type.
+
+Every long step goes through run_logged(): its output lands in build/logs/ and
+a failure names the step, the log and the lines that explain it.
+"""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_START = time.monotonic()
+
+
+class LabError(Exception):
+    """A failure the user can act on; the CLI prints it as one line and exits 1."""
+
+
+def elapsed() -> str:
+    secs = int(time.monotonic() - _START)
+    return f"{secs // 60:02d}:{secs % 60:02d}"
+
+
+def say(msg: str) -> None:
+    print(f"[{elapsed()}] {msg}", file=sys.stderr, flush=True)
+
+
+def run_logged(cmd, log: Path, what: str, cwd=None, env=None, explain=None):
+    """Run cmd with stdout+stderr appended to log; raise LabError on failure.
+
+    explain(log_text) may return the lines that say why (e.g. compiler errors);
+    by default the last lines of the log are shown.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(str(c) for c in cmd)}\n")
+        f.flush()
+        try:
+            rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT,
+                                 cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+        except FileNotFoundError as e:
+            raise LabError(f"{what}: cannot run {cmd[0]}: {e.strerror}") from e
+    if rc != 0:
+        text = log.read_text(errors="replace")
+        lines = explain(text) if explain else None
+        if not lines:
+            lines = text.splitlines()[-15:]
+        detail = "\n".join("    " + line for line in lines)
+        raise LabError(f"{what} failed (exit {rc}); log: {log}\n{detail}")
+    return time.monotonic() - start
+
+
+def compiler_errors(text: str) -> list[str]:
+    """The lines of a make log that say why a build failed."""
+    keys = ("error:", "Error ", "undefined reference", "*** ")
+    return [line for line in text.splitlines() if any(k in line for k in keys)][:15]
+
+
+def jobs() -> int:
+    return (os.cpu_count() or 1) + 1

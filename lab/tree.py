@@ -1,0 +1,263 @@
+"""build/linux: the base as one commit, then one commit per patch of the series.
+
+Like `gbp pq`: import builds the tree from base + patches/, export writes the
+tree's commits back into patches/. The topic folder of each commit travels as a
+`Topic:` trailer that import adds and export strips, so it survives rebase -i
+and never reaches the patch files or the mailing list.
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from lab import paths, series
+from lab.progress import LabError, say
+
+# The project identity: author of the base commit and committer of the series.
+IDENT_NAME = "kvm-mmu-series"
+IDENT_EMAIL = "kvm-mmu-series@users.noreply.invalid"
+BASE_TAG = "base"
+TOPIC_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+COVER = "0000-cover-letter.patch"
+# Debian's linux-source tarball appends these to the top-level .gitignore so
+# that its packaging repo tracks only debian/; in our tree they would hide
+# every new file, so the working copy drops them (see _unhide_toplevel).
+DEBIAN_IGNORE = ("/*", "!/debian/")
+
+
+def git(tree: Path, *args, check=True, env=None, input=None) -> str:
+    full_env = dict(os.environ, **(env or {}))
+    proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True,
+                          env=full_env, input=input)
+    if check and proc.returncode != 0:
+        raise LabError(f"git {' '.join(args)} in {tree} failed: "
+                       f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    return proc.stdout
+
+
+def _ident_env(date: str | None = None) -> dict:
+    env = {"GIT_AUTHOR_NAME": IDENT_NAME, "GIT_AUTHOR_EMAIL": IDENT_EMAIL,
+           "GIT_COMMITTER_NAME": IDENT_NAME, "GIT_COMMITTER_EMAIL": IDENT_EMAIL}
+    if date:
+        env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    return env
+
+
+# ---------------------------------------------------------------- base import
+
+def base_subject(label: str) -> str:
+    return f"base: {label}"
+
+
+def import_base(tree: Path, source: Path, label: str) -> None:
+    """Create tree as a git repo whose one commit is source (tarball or dir)."""
+    if tree.exists():
+        shutil.rmtree(tree)
+    tree.mkdir(parents=True)
+    say(f"tree: importing {label} into {tree}")
+    if source.is_dir():
+        subprocess.run(["cp", "-a", f"{source}/.", str(tree)], check=True)
+    else:
+        subprocess.run(["tar", "-xf", str(source), "-C", str(tree), "--strip-components=1"],
+                       check=True)
+    git(tree, "init", "-q", "-b", "series")
+    git(tree, "config", "core.autocrlf", "false")
+    # -f: Debian's .gitignore would otherwise keep every top-level path out.
+    git(tree, "add", "-A", "-f")
+    # A fixed date makes the base commit id the same on every machine, so
+    # `git format-patch --base` and b4 name the same base everywhere.
+    git(tree, "commit", "-q", "--no-verify", "-m", base_subject(label),
+        env=_ident_env("2000-01-01T00:00:00Z"))
+    git(tree, "tag", BASE_TAG)
+    _unhide_toplevel(tree)
+
+
+def _unhide_toplevel(tree: Path) -> None:
+    gi = tree / ".gitignore"
+    if not gi.exists():
+        return
+    lines = gi.read_text().splitlines(keepends=True)
+    kept = [ln for ln in lines if ln.strip() not in DEBIAN_IGNORE]
+    if len(kept) != len(lines):
+        gi.write_text("".join(kept))
+        # git reads .gitignore from the working copy; assume-unchanged keeps
+        # the edit out of `git status` and out of every commit.
+        git(tree, "update-index", "--assume-unchanged", ".gitignore")
+
+
+def tree_base_label(tree: Path) -> str | None:
+    if not (tree / ".git").exists():
+        return None
+    out = git(tree, "log", "-1", "--format=%s", BASE_TAG, check=False).strip()
+    return out.removeprefix("base: ") if out.startswith("base: ") else None
+
+
+# ------------------------------------------------------------- series apply
+
+def _with_topic(patch_text: str, topic: str, tree: Path) -> str:
+    return git(tree, "interpret-trailers", "--trailer", f"Topic: {topic}", input=patch_text)
+
+
+def apply_series(tree: Path, patches_dir: Path) -> int:
+    """Reset tree to the base and git-am every patch of the series, in order."""
+    git(tree, "checkout", "-q", "-B", "series", BASE_TAG)
+    git(tree, "reset", "-q", "--hard", BASE_TAG)
+    entries = series.load(patches_dir)
+    for e in entries:
+        src = patches_dir / e.path
+        text = _with_topic(src.read_text(), e.topic, tree)
+        proc = subprocess.run(
+            ["git", "-C", str(tree), "am", "-q", "--committer-date-is-author-date",
+             "--keep-cr"], input=text, capture_output=True, text=True,
+            env=dict(os.environ, **_ident_env()))
+        if proc.returncode != 0:
+            git(tree, "am", "--abort", check=False)
+            raise LabError(f"{src.relative_to(patches_dir.parent)} does not apply: "
+                           f"{why_not_applies(tree, src)}")
+    # reset --hard restored Debian's .gitignore along with everything else.
+    _unhide_toplevel(tree)
+    return len(entries)
+
+
+def why_not_applies(tree: Path, patch: Path) -> str:
+    """Which file and hunk fail, in patch(1)'s words (as quilt would say it)."""
+    proc = subprocess.run(["patch", "-p1", "--dry-run", "--batch", "-f", "-i", str(patch)],
+                          cwd=tree, capture_output=True, text=True)
+    current, failed = None, []
+    for line in proc.stdout.splitlines():
+        m = re.match(r"checking file (.*)", line) or re.match(r"patching file (.*)", line)
+        if m:
+            current = m.group(1)
+        elif "FAILED" in line or "can't find file" in line or "No such file" in line:
+            failed.append(f"{current}: {line.strip()}" if current else line.strip())
+    if failed:
+        return "; ".join(failed)
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    return said[-1] if said else "git am failed and patch --dry-run found nothing to say"
+
+
+# ------------------------------------------------------------------- export
+
+def _commits(tree: Path) -> list[str]:
+    merges = git(tree, "rev-list", "--merges", f"{BASE_TAG}..HEAD").split()
+    if merges:
+        raise LabError(f"{tree}: the series has merge commits ({merges[0][:12]}); rebase them away")
+    return git(tree, "rev-list", "--reverse", f"{BASE_TAG}..HEAD").split()
+
+
+def _topic_of(tree: Path, sha: str) -> str:
+    vals = git(tree, "log", "-1", "--format=%(trailers:key=Topic,valueonly)", sha).split()
+    subject = git(tree, "log", "-1", "--format=%s", sha).strip()
+    if len(vals) != 1 or not TOPIC_RE.match(vals[0]):
+        raise LabError(f"commit {sha[:12]} \"{subject}\" needs exactly one 'Topic: <folder>' "
+                       f"trailer (git commit --amend --trailer 'Topic: <folder>')")
+    return vals[0]
+
+
+def strip_topic(text: str) -> str:
+    """Remove the Topic: trailer from a format-patch file's message."""
+    lines = text.splitlines(keepends=True)
+    try:
+        end = next(i for i, ln in enumerate(lines) if ln.rstrip("\n") == "---")
+    except StopIteration:
+        end = len(lines)
+    out = [ln for ln in lines[:end] if not ln.startswith("Topic: ")]
+    # interpret-trailers adds a blank line when the message had no trailers.
+    while len(out) >= 2 and out[-1].strip() == "" and out[-2].strip() == "":
+        out.pop()
+    if out and out[-1].strip() == "" and end < len(lines):
+        out.pop()
+    return "".join(out + lines[end:])
+
+
+FORMAT_PATCH = ["-c", "core.abbrev=12", "-c", "diff.noprefix=false",
+                "-c", "diff.mnemonicPrefix=false", "-c", "format.signOff=false",
+                "-c", "format.coverLetter=false", "-c", "format.headers=",
+                "-c", "diff.renames=true", "-c", "diff.algorithm=default",
+                "format-patch", "--no-signature", "--zero-commit", "--no-notes",
+                "--no-numbered", "--keep-subject"]
+
+
+def render_patches(tree: Path) -> list[tuple[str, str, str]]:
+    """[(relative path under patches/, file text, subject)] for base..HEAD."""
+    out = []
+    counters: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for sha in _commits(tree):
+            topic = _topic_of(tree, sha)
+            counters[topic] = counters.get(topic, 0) + 1
+            d = Path(tmp) / topic
+            names = git(tree, *FORMAT_PATCH, f"--start-number={counters[topic]}",
+                        "-o", str(d), "-1", sha).split()
+            f = Path(names[0])
+            subject = git(tree, "log", "-1", "--format=%s", sha).strip()
+            out.append((f"{topic}/{f.name}", strip_topic(f.read_text()), subject))
+    return out
+
+
+def export(tree: Path, patches_dir: Path) -> list[str]:
+    """Rewrite patches/ from the tree's commits; return the paths that changed."""
+    rendered = render_patches(tree)
+    changed = []
+    wanted = {rel for rel, _, _ in rendered}
+    for old in sorted(patches_dir.glob("*/*.patch")):
+        rel = f"{old.parent.name}/{old.name}"
+        if old.name != COVER and rel not in wanted:
+            old.unlink()
+            changed.append(rel)
+    for rel, text, _ in rendered:
+        dest = patches_dir / rel
+        if not dest.exists() or dest.read_text() != text:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text)
+            changed.append(rel)
+    series_text = series.render([series.Entry(rel) for rel, _, _ in rendered])
+    sf = patches_dir / "series"
+    if not sf.exists() or sf.read_text() != series_text:
+        sf.write_text(series_text)
+        changed.append("series")
+    return changed
+
+
+def unexported(tree: Path, patches_dir: Path) -> list[str]:
+    """What in tree that patches/ does not hold: dirty files, commits not exported."""
+    problems = [f"uncommitted: {ln}" for ln in
+                git(tree, "status", "--porcelain").splitlines() if ln.strip()]
+    for rel, text, subject in render_patches(tree):
+        f = patches_dir / rel
+        if not f.exists() or f.read_text() != text:
+            problems.append(f"not exported: {subject}")
+    return problems
+
+
+# ---------------------------------------------------------------- make tree
+
+def make_tree(source: Path, label: str, patches_dir: Path = paths.PATCHES,
+              tree: Path = paths.TREE, force: bool = False) -> None:
+    if (tree / ".git").exists() and not force:
+        lost = unexported(tree, patches_dir)
+        if lost:
+            raise LabError(f"{tree} has work that patches/ does not hold; export it "
+                           f"(make export) or discard it (make tree FORCE=1):\n    "
+                           + "\n    ".join(lost))
+    if tree_base_label(tree) != label:
+        import_base(tree, source, label)
+    n = apply_series(tree, patches_dir)
+    say(f"tree: {tree} = {label} + {n} patch(es)")
+
+
+def ensure_worktree(tree: Path, dest: Path, rev: str = BASE_TAG) -> Path:
+    """A checkout of rev beside the tree (the vanilla source), kept in step."""
+    want = git(tree, "rev-parse", f"{rev}^{{commit}}").strip()
+    if (dest / ".git").exists():
+        have = git(dest, "rev-parse", "HEAD", check=False).strip()
+        if have == want:
+            return dest
+        git(tree, "worktree", "remove", "--force", str(dest), check=False)
+    if dest.exists():
+        shutil.rmtree(dest)
+    git(tree, "worktree", "prune")
+    git(tree, "worktree", "add", "-q", "--detach", str(dest), want)
+    return dest

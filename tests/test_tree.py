@@ -1,0 +1,131 @@
+"""The import -> export round trip on a tiny stand-in for the kernel tree."""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab import tree
+from lab.progress import LabError
+
+
+def sh(cwd, *argv):
+    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def base_dir(tmp_path):
+    d = tmp_path / "base"
+    (d / "mm").mkdir(parents=True)
+    # Debian's linux-source ships a .gitignore that ignores every top-level path.
+    (d / ".gitignore").write_text("*.o\n/*\n!/debian/\n")
+    (d / "Makefile").write_text("all:\n")
+    (d / "mm" / "vmscan.c").write_text("".join(f"line {i}\n" for i in range(1, 41)))
+    return d
+
+
+def commit(t: Path, path: str, text: str, subject: str, topic: str | None):
+    f = t / path
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(text)
+    sh(t, "git", "add", path)
+    msg = f"{subject}\n\nWhy it matters.\n\nSigned-off-by: A U Thor <a@example.org>\n"
+    if topic:
+        msg += f"Topic: {topic}\n"
+    sh(t, "git", "-c", "user.name=A U Thor", "-c", "user.email=a@example.org",
+       "commit", "-q", "-m", msg)
+
+
+def test_base_import_keeps_every_file_and_new_files_are_visible(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    tree.import_base(t, base_dir, "test base")
+    assert sorted(sh(t, "git", "ls-files").split()) == [".gitignore", "Makefile", "mm/vmscan.c"]
+    (t / "mm" / "new.c").write_text("x\n")
+    assert "?? mm/new.c" in sh(t, "git", "status", "--porcelain")
+    assert ".gitignore" not in sh(t, "git", "status", "--porcelain")
+    assert tree.tree_base_label(t) == "test base"
+
+
+def test_round_trip_is_byte_identical(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    tree.import_base(t, base_dir, "test base")
+    text = (base_dir / "mm/vmscan.c").read_text().replace("line 5\n", "line five\n")
+    commit(t, "mm/vmscan.c", text, "mm: multi-gen LRU: first", "mm-topic")
+    commit(t, "virt/kvm/new.c", "int x;\n", "KVM: add a file", "kvm-topic")
+    commit(t, "mm/vmscan.c", text.replace("line 30\n", "line thirty\n"),
+           "mm: multi-gen LRU: second", "mm-topic")
+    changed = tree.export(t, patches)
+    assert sorted(changed) == ["kvm-topic/0001-KVM-add-a-file.patch",
+                               "mm-topic/0001-mm-multi-gen-LRU-first.patch",
+                               "mm-topic/0002-mm-multi-gen-LRU-second.patch", "series"]
+    first = {p.relative_to(patches): p.read_bytes() for p in patches.rglob("*") if p.is_file()}
+    patch = (patches / "mm-topic/0001-mm-multi-gen-LRU-first.patch").read_text()
+    assert "Topic:" not in patch
+    assert "Signed-off-by: A U Thor <a@example.org>\n---\n" in patch
+    assert patch.startswith("From 0000000000000000000000000000000000000000 ")
+
+    assert tree.export(t, patches) == []          # exporting twice changes nothing
+    tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t)
+    assert tree.unexported(t, patches) == []
+    assert tree.export(t, patches) == []
+    again = {p.relative_to(patches): p.read_bytes() for p in patches.rglob("*") if p.is_file()}
+    assert again == first
+    # the series keeps topics in commit order
+    assert sh(t, "git", "log", "--format=%s", "base..HEAD").split("\n")[:3] == [
+        "mm: multi-gen LRU: second", "KVM: add a file", "mm: multi-gen LRU: first"]
+
+
+def test_export_deletes_what_it_replaces_but_keeps_cover_letters(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    patches = tmp_path / "patches"
+    (patches / "mm-topic").mkdir(parents=True)
+    (patches / "mm-topic" / "0000-cover-letter.patch").write_text("cover\n")
+    (patches / "mm-topic" / "0009-stale.patch").write_text("old\n")
+    tree.import_base(t, base_dir, "test base")
+    commit(t, "mm/a.c", "a\n", "mm: one", "mm-topic")
+    tree.export(t, patches)
+    assert sorted(p.name for p in (patches / "mm-topic").iterdir()) == [
+        "0000-cover-letter.patch", "0001-mm-one.patch"]
+
+
+def test_make_tree_refuses_to_drop_unexported_work(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t)
+    commit(t, "mm/a.c", "a\n", "mm: never exported", "mm-topic")
+    (t / "Makefile").write_text("changed\n")
+    with pytest.raises(LabError) as e:
+        tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t)
+    assert "not exported: mm: never exported" in str(e.value)
+    assert "uncommitted:  M Makefile" in str(e.value)
+    assert (t / "mm/a.c").exists()                # nothing was lost
+    tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t, force=True)
+    assert not (t / "mm/a.c").exists()
+
+
+def test_commit_without_topic_is_named(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    tree.import_base(t, base_dir, "test base")
+    commit(t, "mm/a.c", "a\n", "mm: no topic", None)
+    with pytest.raises(LabError, match='"mm: no topic" needs exactly one \'Topic: <folder>\''):
+        tree.export(t, tmp_path / "patches")
+
+
+def test_broken_patch_names_the_patch_and_the_hunk(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    tree.import_base(t, base_dir, "test base")
+    text = (base_dir / "mm/vmscan.c").read_text().replace("line 20\n", "line twenty\n")
+    commit(t, "mm/vmscan.c", text, "mm: touch line 20", "mm-topic")
+    tree.export(t, patches)
+    # Make the patch stale: the base no longer has the context it expects.
+    p = patches / "mm-topic/0001-mm-touch-line-20.patch"
+    p.write_text(p.read_text().replace(" line 19\n", " line nineteen\n"))
+    with pytest.raises(LabError) as e:
+        tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t, force=True)
+    msg = str(e.value)
+    assert "patches/mm-topic/0001-mm-touch-line-20.patch does not apply" in msg
+    assert "mm/vmscan.c: Hunk #1 FAILED at 17" in msg
