@@ -61,12 +61,10 @@ def build(b: Build, tests: TestList, dest: Path) -> Path:
             (root / d).mkdir(parents=True)
         shutil.copy2(busybox(b.profile.debian_arch), root / "bin/busybox")
         (root / "bin/sh").symlink_to("busybox")
-        # Upstream wrapper scripts such as nx_huge_pages_test.sh say #!/bin/bash.
-        (root / "bin/bash").symlink_to("busybox")
-        shutil.copy2(GUEST_FILES / "init", root / "init")
-        shutil.copy2(GUEST_FILES / "timeout", root / "usr/bin/timeout")
-        os.chmod(root / "init", 0o755)
-        os.chmod(root / "usr/bin/timeout", 0o755)
+        for name, where in (("init", "init"), ("timeout", "usr/bin/timeout"),
+                            ("bash", "bin/bash")):
+            shutil.copy2(GUEST_FILES / name, root / where)
+            os.chmod(root / where, 0o755)
         ks = root / "kselftest"
         shutil.copy2(src / "run_kselftest.sh", ks)
         shutil.copytree(src / "kselftest", ks / "kselftest")

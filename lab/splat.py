@@ -50,6 +50,7 @@ def scan(lines: list[str], context: int = 12) -> list[Splat]:
         name = header_test(line)
         if name:
             current = name
+            last_hit = -context - 1     # a new test starts a new report
             continue
         body = TIMESTAMP_RE.sub("", line)
         if SPLAT_RE.match(body):
