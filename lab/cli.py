@@ -4,7 +4,8 @@ import json
 import sys
 import time
 
-from lab import base, deps, kernel, ktap, paths, profile, selftests, testrun, tree
+from lab import (base, bench, deps, kernel, ktap, paths, profile, scenarios, selftests,
+                 testrun, tree)
 from lab.progress import LabError, say
 
 
@@ -101,6 +102,56 @@ def cmd_test(args):
     return 1 if failed or problems else 0
 
 
+def _bench_out(kind: str):
+    from pathlib import Path
+    return Path(paths.ROOT / "results" / time.strftime("%Y-%m-%d") / f"{kind}-{time.strftime('%H%M%S')}")
+
+
+def cmd_bench(args):
+    scs = scenarios.select(scenarios.load_all(), args.scenario, args.level)
+    say(f"bench: {len(scs)} scenario(s): {', '.join(s.key for s in scs)}")
+    res = bench.run_qemu(scs)
+    out = _bench_out("qemu")
+    print(bench.write(scs, res, out), end="")
+    say(f"bench: results in {out}")
+    return 0
+
+
+def cmd_bench_native(args):
+    from pathlib import Path
+    scs = [s for s in scenarios.select(scenarios.load_all(), args.scenario)
+           if s.arch == profile.host_arch()]
+    res = bench.run_native(scs, Path(args.kvm_selftests).resolve(), args.label)
+    dest = paths.ROOT / "results" / "native" / f"{args.label}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps({"label": args.label, "scenarios": [s.key for s in scs],
+                                **res.to_json()}, indent=1) + "\n")
+    say(f"bench-native: saved {dest}; compare two runs with make compare A=... B=...")
+
+
+def cmd_compare(args):
+    from pathlib import Path
+    runs = []
+    for name in (args.a, args.b):
+        f = Path(name) if name.endswith(".json") else paths.ROOT / "results" / "native" / f"{name}.json"
+        if not f.exists():
+            raise LabError(f"compare: no saved run {f}")
+        runs.append(json.loads(f.read_text()))
+    merged = bench.Results()
+    for run, side in zip(runs, ("A", "B")):
+        one = bench.Results.from_json(run)
+        for k, cells in one.values.items():
+            for cell, by_v in cells.items():
+                for xs in by_v.values():
+                    merged.values[k][cell][side] += xs
+        for k, errs in one.errors.items():
+            merged.errors[k] += [f"{side}: {e}" for e in errs]
+    keys = list(dict.fromkeys(runs[0]["scenarios"] + runs[1]["scenarios"]))
+    known = {s.key: s for s in scenarios.load_all()}
+    scs = [known[k] for k in keys if k in known]
+    print(bench.write(scs, merged, _bench_out("compare"), "A", "B"), end="")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -112,6 +163,20 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("deps", help="check (or --install) the system tools")
     d.add_argument("--install", action="store_true")
     d.set_defaults(fn=cmd_deps)
+    bn = sub.add_parser("bench", help="vanilla vs patched in QEMU")
+    bn.add_argument("--level", choices=("quick", "default", "full"), default="default")
+    bn.add_argument("--scenario", action="append", help="topic/name or name (default: all)")
+    bn.set_defaults(fn=cmd_bench)
+    nat = sub.add_parser("bench-native", help="run the scenarios on this host's /dev/kvm")
+    nat.add_argument("--label", required=True)
+    nat.add_argument("--kvm-selftests", required=True,
+                     help="directory of installed kvm selftests (the kvm/ of a kselftest install)")
+    nat.add_argument("--scenario", action="append")
+    nat.set_defaults(fn=cmd_bench_native)
+    cmp_ = sub.add_parser("compare", help="report two saved native runs, A as the baseline")
+    cmp_.add_argument("a")
+    cmp_.add_argument("b")
+    cmp_.set_defaults(fn=cmd_compare)
     for name, fn in (("kernel", cmd_kernel), ("selftests", cmd_selftests), ("test", cmd_test)):
         s = sub.add_parser(name)
         if name == "test":

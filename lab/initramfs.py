@@ -52,6 +52,18 @@ def boot_script(tests: TestList, boot: str) -> str:
 
 
 def build(b: Build, tests: TestList, dest: Path) -> Path:
+    """The test initramfs: the curated tests and one script per boot."""
+    files = [name for t in tests.tests if not t.skip for name in (t.name, *t.files)]
+    listed = [f"kvm:{t.name}" for t in tests.tests if not t.skip]
+    scripts = {boot.name: boot_script(tests, boot.name) for boot in tests.boots}
+    return pack(b, files, listed, scripts, dest, f"testlists/{tests.arch}.toml")
+
+
+def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],
+         dest: Path, origin: str) -> Path:
+    """Write a gzipped newc initramfs: busybox, init, kselftest's runner, the
+    named files of the kvm collection, and the boot scripts init chooses from
+    by lab.boot=."""
     src = install_dir(b)
     if not (src / "run_kselftest.sh").exists():
         raise LabError(f"initramfs {b.name}: no kselftest install in {src}; build the selftests first")
@@ -69,27 +81,22 @@ def build(b: Build, tests: TestList, dest: Path) -> Path:
         shutil.copy2(src / "run_kselftest.sh", ks)
         shutil.copytree(src / "kselftest", ks / "kselftest")
         shutil.copy2(src / "kvm" / "settings", ks / "kvm")
-        listed = []
-        for t in tests.tests:
-            if t.skip:
-                continue
-            f = src / "kvm" / t.name
+        for name in sorted(set(files)):
+            f = src / "kvm" / name
             if not f.exists():
-                raise LabError(f"testlists/{tests.arch}.toml names {t.name}, which the kvm "
-                               f"selftests of {b.name} do not install ({src / 'kvm'})")
-            (ks / "kvm" / t.name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(f, ks / "kvm" / t.name)
-            listed.append(f"kvm:{t.name}")
-        (ks / "kselftest-list.txt").write_text("\n".join(sorted(set(listed))) + "\n")
-        for boot in tests.boots:
-            (root / "lab/boots" / f"{boot.name}.sh").write_text(boot_script(tests, boot.name))
+                raise LabError(f"{origin} names {name}, which the kvm selftests of "
+                               f"{b.name} do not install ({src / 'kvm'})")
+            shutil.copy2(f, ks / "kvm" / name)
+        (ks / "kselftest-list.txt").write_text("".join(f"{x}\n" for x in sorted(set(listed))))
+        for name, text in scripts.items():
+            (root / "lab/boots" / f"{name}.sh").write_text(text)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        files = subprocess.run("find . -print0 | sort -z", shell=True, cwd=root,
+        names = subprocess.run("find . -print0 | sort -z", shell=True, cwd=root,
                                capture_output=True, check=True).stdout
         cpio = subprocess.run(["cpio", "--null", "-o", "-H", "newc", "--quiet", "-R", "0:0"],
-                              input=files, cwd=root, capture_output=True)
+                              input=names, cwd=root, capture_output=True)
         if cpio.returncode != 0:
             raise LabError(f"initramfs {b.name}: cpio failed: {cpio.stderr.decode().strip()}")
         dest.write_bytes(gzip.compress(cpio.stdout, compresslevel=1, mtime=0))
-    say(f"initramfs {b.name}: {dest} ({dest.stat().st_size >> 20} MiB, {len(listed)} tests)")
+    say(f"initramfs {b.name}: {dest} ({dest.stat().st_size >> 20} MiB, {len(set(files))} programs)")
     return dest

@@ -48,3 +48,8 @@ def load(arch: str) -> Profile:
                    qemu_binary=q["binary"], machine=q["machine"], cpu=q["cpu"],
                    smp=q["smp"], memory=q["memory"], console=q["console"],
                    append=q["append"])
+
+
+def host_arch() -> str:
+    import platform
+    return {"x86_64": "x86_64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())

@@ -22,11 +22,12 @@ class Boot:
 
 @dataclass(frozen=True)
 class Test:
-    name: str          # path inside the kvm collection, e.g. x86_64/nx_huge_pages_test
+    name: str          # as installed in the kvm collection, e.g. nx_huge_pages_test.sh
     args: str
     timeout: int       # seconds, enforced in the guest by kselftest's runner
     boots: tuple[str, ...]
     skip: str          # non-empty: not run, and why
+    files: tuple[str, ...] = ()  # other files of the collection it runs
 
     @property
     def basename(self) -> str:
@@ -69,7 +70,7 @@ def parse(text: str, arch: str, origin: str) -> TestList:
     for i, t in enumerate(data.get("test", []), 1):
         if "name" not in t:
             raise LabError(f"{origin}: test #{i} has no name")
-        unknown = set(t) - {"name", "args", "timeout", "boots", "skip"}
+        unknown = set(t) - {"name", "args", "timeout", "boots", "skip", "files"}
         if unknown:
             raise LabError(f"{origin}: test {t['name']}: unknown keys {sorted(unknown)}")
         tb = tuple(t.get("boots", boot_names))
@@ -77,7 +78,7 @@ def parse(text: str, arch: str, origin: str) -> TestList:
         if bad:
             raise LabError(f"{origin}: test {t['name']}: unknown boot(s) {bad}")
         tests.append(Test(t["name"], t.get("args", ""), int(t.get("timeout", default_timeout)),
-                          tb, t.get("skip", "")))
+                          tb, t.get("skip", ""), tuple(t.get("files", ()))))
     keys = [(t.basename, b) for t in tests for b in t.boots]
     if len(set(keys)) != len(keys):
         raise LabError(f"{origin}: a test appears twice in one boot")

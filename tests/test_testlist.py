@@ -15,7 +15,7 @@ cmdline = "kvm_amd.npt=0"
 name = "dirty_log_test"
 args = "-i 3"
 [[test]]
-name = "x86_64/nx_huge_pages_test.sh"
+name = "nx_huge_pages_test.sh"
 timeout = 180
 boots = ["tdp"]
 [[test]]
@@ -44,7 +44,7 @@ def test_boot_script_runs_each_test_with_its_args_and_timeout():
     tl = testlist.parse(LIST, "x86_64", "t")
     script = initramfs.boot_script(tl, "tdp")
     assert "KSELFTEST_DIRTY_LOG_TEST_ARGS='-i 3' ./run_kselftest.sh -o 60 -t kvm:dirty_log_test" in script
-    assert "-o 180 -t kvm:x86_64/nx_huge_pages_test.sh" in script
+    assert "-o 180 -t kvm:nx_huge_pages_test.sh" in script
     assert "hardware_disable_test" not in script
 
 

@@ -1,0 +1,121 @@
+"""Benchmark scenarios, as data (bench/<topic>.toml), and their parsing.
+
+A scenario is: an arch, a kernel command line, a selftest command, the metric
+lines to read out of its output (a regex whose first group is the value, and
+a unit), how many repeats, and the seed's published figure beside it. Adding
+a scenario needs no code.
+"""
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import paths
+from lab.progress import LabError
+
+LEVELS = ("quick", "default", "full")   # each level runs its scenarios and the smaller levels'
+UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    regex: re.Pattern
+    unit: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    topic: str
+    name: str
+    arch: str
+    cmdline: str
+    command: str
+    metrics: tuple[Metric, ...]
+    repeats: int
+    group_by: re.Pattern | None     # a line that starts a sub-case (e.g. guest mode)
+    seed: str                       # the published figure, with where it comes from
+    timeout: int
+    level: str                      # smallest BENCH level that runs it
+
+    @property
+    def key(self) -> str:
+        return f"{self.topic}/{self.name}"
+
+
+def parse(text: str, origin: str) -> list[Scenario]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise LabError(f"{origin}: {e}") from e
+    topic = data.get("topic") or Path(origin).stem
+    defaults = data.get("defaults", {})
+    out = []
+    for i, s in enumerate(data.get("scenario", []), 1):
+        s = defaults | s
+        for key in ("name", "arch", "command", "metrics"):
+            if key not in s:
+                raise LabError(f"{origin}: scenario #{i} has no {key}")
+        metrics = []
+        for m in s["metrics"]:
+            unit = m.get("unit", "s")
+            if unit not in UNITS:
+                raise LabError(f"{origin}: {s['name']}: unknown unit {unit!r}")
+            try:
+                rx = re.compile(m["regex"])
+            except re.error as e:
+                raise LabError(f"{origin}: {s['name']}: bad regex {m['regex']!r}: {e}") from e
+            if rx.groups < 1:
+                raise LabError(f"{origin}: {s['name']}: regex {m['regex']!r} captures no value")
+            metrics.append(Metric(m["name"], rx, unit))
+        group = re.compile(s["group_by"]) if s.get("group_by") else None
+        out.append(Scenario(topic, s["name"], s["arch"], s.get("cmdline", ""), s["command"],
+                            tuple(metrics), int(s.get("repeats", 5)), group,
+                            s.get("seed", ""), int(s.get("timeout", 300)),
+                            s.get("level", "default")))
+        if out[-1].level not in LEVELS:
+            raise LabError(f"{origin}: {s['name']}: level must be one of {LEVELS}")
+    names = [sc.name for sc in out]
+    if len(set(names)) != len(names):
+        raise LabError(f"{origin}: scenario names repeat")
+    return out
+
+
+def load_all(directory: Path = paths.ROOT / "bench") -> list[Scenario]:
+    out = []
+    for f in sorted(directory.glob("*.toml")):
+        out += parse(f.read_text(), str(f))
+    return out
+
+
+def select(all_: list[Scenario], names: list[str] | None, level: str = "full") -> list[Scenario]:
+    if names:
+        known = {s.key: s for s in all_} | {s.name: s for s in all_}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise LabError(f"unknown scenario(s) {', '.join(unknown)}; known: "
+                           + ", ".join(sorted(s.key for s in all_)))
+        return [known[n] for n in names]
+    return [s for s in all_ if LEVELS.index(s.level) <= LEVELS.index(level)]
+
+
+def read_metrics(sc: Scenario, lines: list[str]) -> dict[tuple[str, str], list[float]]:
+    """(metric name, group) -> values in seconds, from one run's output.
+
+    group is the text of the last group_by line seen ("" without group_by):
+    dirty_log_perf_test, for one, repeats its figures for every guest mode.
+    """
+    values: dict[tuple[str, str], list[float]] = {}
+    group = ""
+    for line in lines:
+        line = line.strip().removeprefix("# ")
+        if sc.group_by:
+            g = sc.group_by.search(line)
+            if g:
+                group = (g.group(1) if g.groups() else g.group(0)).strip()
+                continue
+        for m in sc.metrics:
+            hit = m.regex.search(line)
+            if hit:
+                values.setdefault((m.name, group), []).append(float(hit.group(1)) * UNITS[m.unit])
+    return values

@@ -1,0 +1,49 @@
+"""Statistics for A/B runs: mean, sample stdev, % change, and whether the
+difference stands out of the run-to-run noise."""
+import math
+from dataclasses import dataclass
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def stdev(xs: list[float]) -> float:
+    """Sample standard deviation (n - 1); 0 for fewer than two values."""
+    if len(xs) < 2:
+        return 0.0
+    m = mean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a_mean: float
+    a_stdev: float
+    a_n: int
+    b_mean: float
+    b_stdev: float
+    b_n: int
+    change_pct: float       # (b - a) / a
+    significant: bool       # |b - a| > 2 standard errors of the difference
+
+    @property
+    def verdict(self) -> str:
+        if not self.significant:
+            return "within noise"
+        return "faster" if self.change_pct < 0 else "slower"
+
+
+def compare(a: list[float], b: list[float]) -> Comparison:
+    """Compare runs a (baseline) and b; both lower-is-better times.
+
+    The noise test is Welch's: the difference of means against two standard
+    errors of that difference (about 95 % for normal noise). With fewer than
+    two runs on a side there is no noise estimate, and nothing is significant.
+    """
+    am, bm = mean(a), mean(b)
+    asd, bsd = stdev(a), stdev(b)
+    se = math.sqrt(asd ** 2 / len(a) + bsd ** 2 / len(b))
+    change = (bm - am) / am * 100 if am else math.nan
+    significant = len(a) >= 2 and len(b) >= 2 and abs(bm - am) > 2 * se
+    return Comparison(am, asd, len(a), bm, bsd, len(b), change, significant)

@@ -1,0 +1,118 @@
+import json
+
+import pytest
+
+from lab import bench, scenarios
+from lab.progress import LabError
+
+SCENARIOS = r'''
+topic = "t"
+[[scenario]]
+name = "enable"
+arch = "arm64"
+command = "dirty_log_perf_test -g -k 2M -b 64M"
+group_by = "Testing guest mode: (.*)"
+seed = "-35 % (seed)"
+repeats = 2
+level = "quick"
+metrics = [
+  { name = "enable dirty logging", regex = 'Enabling dirty logging time: (\d+\.\d+)s' },
+  { name = "clear dirty log", regex = 'Iteration \d+ clear dirty log time: (\d+\.\d+)s' },
+]
+[[scenario]]
+name = "other"
+arch = "x86_64"
+command = "execute_perf_test"
+metrics = [ { name = "execute", regex = 'Execute time: (\d+)ms', unit = "ms" } ]
+'''
+
+# dirty_log_perf_test's own lines (6.12), for two guest modes.
+OUTPUT = """\
+Testing guest mode: PA-bits:40,  VA-bits:48,  4K pages
+Populate memory time: 2.104578964s
+Enabling dirty logging time: 0.012500000s
+
+Iteration 1 clear dirty log time: 0.001000000s
+Iteration 2 clear dirty log time: 0.003000000s
+Testing guest mode: PA-bits:48,  VA-bits:48, 64K pages
+Enabling dirty logging time: 0.020000000s
+Iteration 1 clear dirty log time: 0.002000000s
+""".splitlines()
+
+
+def scs():
+    return scenarios.parse(SCENARIOS, "bench/t.toml")
+
+
+def test_metrics_are_read_per_guest_mode_and_unit():
+    enable, other = scs()
+    got = scenarios.read_metrics(enable, OUTPUT)
+    assert got[("enable dirty logging", "PA-bits:40,  VA-bits:48,  4K pages")] == [0.0125]
+    assert got[("clear dirty log", "PA-bits:40,  VA-bits:48,  4K pages")] == [0.001, 0.003]
+    assert got[("enable dirty logging", "PA-bits:48,  VA-bits:48, 64K pages")] == [0.02]
+    assert scenarios.read_metrics(other, ["Execute time: 250ms"]) == {("execute", ""): [0.25]}
+
+
+def test_levels_and_selection():
+    assert [s.name for s in scenarios.select(scs(), None, "quick")] == ["enable"]
+    assert len(scenarios.select(scs(), None, "default")) == 2
+    with pytest.raises(LabError, match="unknown scenario.*nope.*known: t/enable, t/other"):
+        scenarios.select(scs(), ["nope"])
+
+
+@pytest.mark.parametrize("bad, msg", [
+    ('[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[{name="m", regex="no group"}]\n',
+     "captures no value"),
+    ('[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\n'
+     'metrics=[{name="m", regex="(\\\\d+)", unit="hours"}]\n', "unknown unit"),
+    ('[[scenario]]\nname="x"\narch="arm64"\nmetrics=[]\n', "has no command"),
+])
+def test_bad_scenarios_are_refused(bad, msg):
+    with pytest.raises(LabError, match=msg):
+        scenarios.parse(bad, "bench/bad.toml")
+
+
+def console(rc="0", body=OUTPUT):
+    return ["LAB-SCENARIO-BEGIN t/enable\r\n", *[x + "\n" for x in body],
+            f"LAB-SCENARIO-END t/enable rc={rc}\n"]
+
+
+def test_runs_are_averaged_compared_and_reported():
+    enable, other = scs()
+    res = bench.Results()
+    for v, scale in (("vanilla", 1.0), ("patched", 0.5)):
+        for jitter in (1.0, 1.02):
+            out, rc = bench.split_console(console())["t/enable"]
+            lines = [ln.replace("0.012500000", f"{0.0125 * scale * jitter:.9f}") for ln in out]
+            bench.record_run(res, enable, v, lines, rc, "boot")
+    cell = res.values["t/enable"][("clear dirty log", "PA-bits:40,  VA-bits:48,  4K pages")]
+    assert cell["vanilla"] == [0.002, 0.002]          # the mean of iterations 1 and 2
+    text = bench.report([enable, other], res)
+    assert "| t/enable | enable dirty logging | PA-bits:40,  VA-bits:48,  4K pages |" in text
+    assert "-50.0 % | faster | -35 % (seed) |" in text
+    assert "| t/other | - | - | - | - | - | no data |" in text
+
+
+def test_crash_and_missing_metric_are_errors_of_their_cell(tmp_path):
+    enable, other = scs()
+    res = bench.Results()
+    out, rc = bench.split_console(console()[:3])["t/enable"]   # the guest died mid-run
+    bench.record_run(res, enable, "patched", out, rc, "boot 1")
+    bench.record_run(res, enable, "vanilla", ["nothing useful"], 0, "boot 2")
+    bench.record_run(res, other, "vanilla", None, None, "boot 3")
+    errs = res.errors
+    assert errs["t/enable"][0].startswith("patched: never finished (boot 1)")
+    assert "vanilla: no line for metric 'enable dirty logging'" in errs["t/enable"][1]
+    assert errs["t/other"] == ["vanilla: did not run (boot 3)"]
+    text = bench.write([enable, other], res, tmp_path)
+    assert "Errors (cells above lack these runs):" in text
+    saved = json.loads((tmp_path / "results.json").read_text())
+    again = bench.Results.from_json(saved)
+    assert again.errors == res.errors
+
+
+def test_guest_script_marks_each_scenario():
+    script = bench.guest_script(scs()[:1])
+    assert "echo LAB-SCENARIO-BEGIN t/enable\n" in script
+    assert "/usr/bin/timeout 300 ./dirty_log_perf_test -g -k 2M -b 64M 2>&1\n" in script
+    assert "echo LAB-SCENARIO-END t/enable rc=$?\n" in script
