@@ -1,6 +1,8 @@
 # kvm-mmu-series: the front door. Every target is a thin call into lab/.
 #
 #   make test                      pytest + build, boot and selftest each arch
+#   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
+#   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
 #   make tree / make export        build/linux from patches/, and back
 #   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]
 #
@@ -17,12 +19,16 @@ VENV    := build/venv
 export LAB_BASE_TARBALL := $(BASE_TARBALL)
 export LAB_BASE_TREE := $(BASE_TREE)
 
+BENCH   ?= default
 LAB := $(PYTHON) -m lab
+# Commands that plot use the venv's Python, which has matplotlib.
+VLAB := $(VENV)/bin/python -m lab
 
-.PHONY: all deps venv base tree export kernel selftests test pytest clean help
+.PHONY: all deps venv base tree export kernel selftests test pytest bench bench-native \
+	compare clean help
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(LAB) deps --install
@@ -56,6 +62,17 @@ pytest: venv
 # The README's test command, which .ci/run calls.
 test: deps pytest tree
 	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH))
+
+bench: deps venv tree
+	@$(VLAB) bench --level $(BENCH) $(foreach s,$(SCENARIO),--scenario $(s))
+
+bench-native: venv
+	@test -n "$(LABEL)" -a -n "$(KVM_SELFTESTS)" || { echo "error: set LABEL=<name> and KVM_SELFTESTS=<dir of kvm selftests>"; exit 1; }
+	@$(VLAB) bench-native --label $(LABEL) --kvm-selftests $(KVM_SELFTESTS)
+
+compare: venv
+	@test -n "$(A)" -a -n "$(B)" || { echo "error: set A=<label> B=<label> of two saved native runs"; exit 1; }
+	@$(VLAB) compare $(A) $(B)
 
 clean:
 	rm -rf build

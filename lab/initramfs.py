@@ -73,6 +73,10 @@ def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],
             (root / d).mkdir(parents=True)
         shutil.copy2(busybox(b.profile.debian_arch), root / "bin/busybox")
         (root / "bin/sh").symlink_to("busybox")
+        # Upstream wrapper scripts ask `whoami`, which needs root in /etc/passwd.
+        (root / "etc").mkdir()
+        (root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
+        (root / "etc/group").write_text("root:x:0:\n")
         for name, where in (("init", "init"), ("timeout", "usr/bin/timeout"),
                             ("bash", "bin/bash")):
             shutil.copy2(GUEST_FILES / name, root / where)

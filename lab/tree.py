@@ -174,7 +174,7 @@ def strip_topic(text: str) -> str:
 
 FORMAT_PATCH = ["-c", "core.abbrev=12", "-c", "diff.noprefix=false",
                 "-c", "diff.mnemonicPrefix=false", "-c", "format.signOff=false",
-                "-c", "format.coverLetter=false", "-c", "format.headers=",
+                "-c", "format.coverLetter=false",
                 "-c", "diff.renames=true", "-c", "diff.algorithm=default",
                 "format-patch", "--no-signature", "--zero-commit", "--no-notes",
                 "--no-numbered", "--keep-subject"]
