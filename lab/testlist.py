@@ -28,6 +28,7 @@ class Test:
     boots: tuple[str, ...]
     skip: str          # non-empty: not run, and why
     files: tuple[str, ...] = ()  # other files of the collection it runs
+    must_run: bool = False       # a SKIP result is a failure
 
     @property
     def basename(self) -> str:
@@ -70,7 +71,7 @@ def parse(text: str, arch: str, origin: str) -> TestList:
     for i, t in enumerate(data.get("test", []), 1):
         if "name" not in t:
             raise LabError(f"{origin}: test #{i} has no name")
-        unknown = set(t) - {"name", "args", "timeout", "boots", "skip", "files"}
+        unknown = set(t) - {"name", "args", "timeout", "boots", "skip", "files", "must_run"}
         if unknown:
             raise LabError(f"{origin}: test {t['name']}: unknown keys {sorted(unknown)}")
         tb = tuple(t.get("boots", boot_names))
@@ -78,7 +79,8 @@ def parse(text: str, arch: str, origin: str) -> TestList:
         if bad:
             raise LabError(f"{origin}: test {t['name']}: unknown boot(s) {bad}")
         tests.append(Test(t["name"], t.get("args", ""), int(t.get("timeout", default_timeout)),
-                          tb, t.get("skip", ""), tuple(t.get("files", ()))))
+                          tb, t.get("skip", ""), tuple(t.get("files", ())),
+                          bool(t.get("must_run", False))))
     keys = [(t.basename, b) for t in tests for b in t.boots]
     if len(set(keys)) != len(keys):
         raise LabError(f"{origin}: a test appears twice in one boot")

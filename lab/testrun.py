@@ -38,6 +38,8 @@ def account(tl: testlist.TestList, boot: str, results: dict, why_missing: str) -
             r = ktap.Result(t.basename, ktap.SKIP, t.skip)
         else:
             r = results.get(t.basename) or ktap.Result(t.basename, ktap.NOT_RUN, why_missing)
+            if t.must_run and r.status == ktap.SKIP:
+                r = ktap.Result(t.basename, ktap.FAIL, "skipped, but the list says it must run")
         rows.append((label, r))
     return rows
 

@@ -55,3 +55,13 @@ def test_missing_kvm_fails_the_boot(tmp_path):
     tl = testlist.parse('[[boot]]\nname="b"\n', "arm64", "t")
     rep = testrun.judge_boot(tl, "b", con, tmp_path / "log")
     assert any("/dev/kvm is missing" in p for p in rep.problems)
+
+
+def test_a_skip_fails_a_test_that_must_run(tmp_path):
+    q = fake_qemu(tmp_path, "echo 'ok 1 selftests: kvm: dirty_log_perf_test # SKIP'\n"
+                            "echo 'LAB-DONE b'\n")
+    con = qemu.run([q], 10, tmp_path / "log", "LAB-DONE")
+    tl = testlist.parse('[[boot]]\nname="b"\n[[test]]\nname="dirty_log_perf_test"\n'
+                        'must_run=true\n', "arm64", "t")
+    [(_, r)] = testrun.judge_boot(tl, "b", con, tmp_path / "log").rows
+    assert r.failed and "must run" in r.detail
