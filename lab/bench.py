@@ -143,8 +143,11 @@ def run_qemu(scs: list[Scenario]) -> Results:
         for v, b in builds.items():
             t0 = time.monotonic()
             kernel.build(b)
-            selftests.build(b)
             res.phases.append((f"build {b.name}", time.monotonic() - t0, 0))
+        # One set of selftest binaries for both kernels, from the series: the
+        # kernel is what is compared, and the series may add test options.
+        tests_of = builds["patched"]
+        selftests.build(tests_of)
         for i, (cmdline, group) in enumerate(_by_cmdline([s for s in scs if s.arch == arch]).items()):
             files = sorted({shlex.split(s.command)[0] for s in group})
             repeats = max(s.repeats for s in group)
@@ -153,7 +156,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
                 for v, b in builds.items():
                     initrd = initramfs.pack(b, files, [], {"bench": guest_script(todo)},
                                             paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
-                                            "bench/")
+                                            "bench/", selftests_of=tests_of)
                     where = f"{arch} {v} boot {r + 1}/{repeats}"
                     log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
                     budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s in todo)

@@ -60,11 +60,11 @@ def build(b: Build, tests: TestList, dest: Path) -> Path:
 
 
 def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],
-         dest: Path, origin: str) -> Path:
+         dest: Path, origin: str, selftests_of: Build | None = None) -> Path:
     """Write a gzipped newc initramfs: busybox, init, kselftest's runner, the
-    named files of the kvm collection, and the boot scripts init chooses from
-    by lab.boot=."""
-    src = install_dir(b)
+    named files of the kvm collection (of selftests_of, default b), and the
+    boot scripts init chooses from by lab.boot=."""
+    src = install_dir(selftests_of or b)
     if not (src / "run_kselftest.sh").exists():
         raise LabError(f"initramfs {b.name}: no kselftest install in {src}; build the selftests first")
     with tempfile.TemporaryDirectory() as tmp:
