@@ -218,17 +218,17 @@ def plot(scs: list[Scenario], res: Results, dest: Path, a="vanilla", b="patched"
             xa, xb = by_v.get(a, []), by_v.get(b, [])
             if xa and xb:
                 c = stats.compare(xa, xb)
-                labels.append(f"{sc.name}\n{metric}" + (f"\n{group}" if group else ""))
+                labels.append(f"{sc.name}: {metric}" + (f"\n{group}" if group else ""))
                 changes.append(c.change_pct)
                 # stdev of the patched runs relative to the vanilla mean
                 errs.append(c.b_stdev / c.a_mean * 100 if c.a_mean else 0)
     if not labels:
         return None
-    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 1.2), 5))
+    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.6), 7))
     ax.bar(range(len(labels)), changes, yerr=errs, capsize=4,
            color=["tab:green" if x < 0 else "tab:red" for x in changes])
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=60, ha="right")
     ax.set_ylabel(f"% runtime change, {b} vs {a}")
     ax.set_title("kvm-mmu-series benchmark (lower is faster)")
     fig.tight_layout()
