@@ -7,6 +7,7 @@ host (TCG timings are noisy) hits both sides alike.
 """
 import json
 import shlex
+import subprocess
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -110,7 +111,6 @@ def record_run(res: Results, sc: Scenario, variant: str, output: list[str] | Non
 def run_native(scs: list[Scenario], ksft_kvm: Path, label: str) -> Results:
     """Run the scenarios on this host's own /dev/kvm (a real machine booted
     into the kernel under test), from an installed kvm selftests directory."""
-    import subprocess
     if not Path("/dev/kvm").exists():
         raise LabError("bench-native: /dev/kvm does not exist on this host")
     res = Results()

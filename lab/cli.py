@@ -1,8 +1,10 @@
 """python3 -m lab <command>: the thin command line the Makefile calls."""
 import argparse
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 from lab import (base, bench, deps, kernel, ktap, paths, profile, scenarios, selftests,
                  testrun, tree)
@@ -10,8 +12,6 @@ from lab.progress import LabError, say
 
 
 def _source_and_label():
-    import os
-    from pathlib import Path
     override = os.environ.get("LAB_BASE_TREE")
     if override:
         p = Path(override).resolve()
@@ -102,8 +102,7 @@ def cmd_test(args):
     return 1 if failed or problems else 0
 
 
-def _bench_out(kind: str):
-    from pathlib import Path
+def _bench_out(kind: str) -> Path:
     return Path(paths.ROOT / "results" / time.strftime("%Y-%m-%d") / f"{kind}-{time.strftime('%H%M%S')}")
 
 
@@ -118,7 +117,6 @@ def cmd_bench(args):
 
 
 def cmd_bench_native(args):
-    from pathlib import Path
     scs = [s for s in scenarios.select(scenarios.load_all(), args.scenario)
            if s.arch == profile.host_arch()]
     res = bench.run_native(scs, Path(args.kvm_selftests).resolve(), args.label)
@@ -130,7 +128,6 @@ def cmd_bench_native(args):
 
 
 def cmd_compare(args):
-    from pathlib import Path
     runs = []
     for name in (args.a, args.b):
         f = Path(name) if name.endswith(".json") else paths.ROOT / "results" / "native" / f"{name}.json"

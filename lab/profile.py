@@ -1,4 +1,5 @@
 """Per-architecture facts, as data: how to build the kernel and boot it in QEMU."""
+import platform
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,5 +52,4 @@ def load(arch: str) -> Profile:
 
 
 def host_arch() -> str:
-    import platform
     return {"x86_64": "x86_64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
