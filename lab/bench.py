@@ -1,9 +1,11 @@
 """make bench: vanilla against patched, interleaved, with honest statistics.
 
-Per arch, both variants are built with the benchmark config (no debug
-options). Scenarios that share a kernel command line share a boot; for each
-repeat a vanilla boot runs them, then a patched boot, so that drift of the
-host (TCG timings are noisy) hits both sides alike.
+Per arch, the kernels the scenarios need are built with the benchmark config
+(no debug options). A scenario compares two sides, each a kernel booted with a
+command line (vanilla and patched by default); the sides of all scenarios that
+boot alike share a boot. For each repeat every boot runs once, in the same
+order, so that drift of the host (TCG timings are noisy) hits both sides of a
+comparison alike.
 """
 import json
 import shlex
@@ -16,7 +18,7 @@ from pathlib import Path
 from lab import initramfs, kernel, ktap, paths, profile, qemu, scenarios, selftests, stats
 from lab.kernel import Build
 from lab.progress import LabError, say
-from lab.scenarios import Scenario
+from lab.scenarios import Scenario, Side
 
 BEGIN, END = "LAB-SCENARIO-BEGIN", "LAB-SCENARIO-END"
 BOOT_OVERHEAD = 120
@@ -24,7 +26,7 @@ BOOT_OVERHEAD = 120
 
 @dataclass
 class Results:
-    """values[scenario key][(metric, group)][variant] = one value per run."""
+    """values[scenario key][(metric, group)][side label] = one value per run."""
     values: dict = field(default_factory=lambda: defaultdict(lambda: defaultdict(
         lambda: defaultdict(list))))
     errors: dict = field(default_factory=lambda: defaultdict(list))
@@ -83,29 +85,30 @@ def split_console(lines: list[str]) -> dict[str, tuple[list[str], int | None]]:
     return out
 
 
-def record_run(res: Results, sc: Scenario, variant: str, output: list[str] | None,
+def record_run(res: Results, sc: Scenario, side: str, output: list[str] | None,
                rc: int | None, where: str) -> None:
-    """Add one run's figures; a crash or a missing metric line is an error of
-    that cell, and the rest of the report still prints."""
+    """Add one run's figures for one side (its label); a crash or a missing
+    metric line is an error of that cell, and the rest of the report still
+    prints."""
     if output is None:
-        res.errors[sc.key].append(f"{variant}: did not run ({where})")
+        res.errors[sc.key].append(f"{side}: did not run ({where})")
         return
     if rc is None:
-        res.errors[sc.key].append(f"{variant}: never finished ({where}); last: "
+        res.errors[sc.key].append(f"{side}: never finished ({where}); last: "
                                   + " | ".join(output[-3:]))
         return
     if rc != 0:
-        res.errors[sc.key].append(f"{variant}: exit {rc} ({where}); last: " + " | ".join(output[-3:]))
+        res.errors[sc.key].append(f"{side}: exit {rc} ({where}); last: " + " | ".join(output[-3:]))
         return
     got = scenarios.read_metrics(sc, output)
     for m in sc.metrics:
         if not any(name == m.name for name, _ in got):
-            res.errors[sc.key].append(f"{variant}: no line for metric {m.name!r} "
+            res.errors[sc.key].append(f"{side}: no line for metric {m.name!r} "
                                       f"(/{m.regex.pattern}/) in {where}")
     for (metric, group), xs in got.items():
         # A figure printed several times in a run (one per iteration) counts
         # as its mean, as the seeds averaged iterations.
-        res.values[sc.key][(metric, group)][variant].append(stats.mean(xs))
+        res.values[sc.key][(metric, group)][side].append(stats.mean(xs))
 
 
 def run_native(scs: list[Scenario], ksft_kvm: Path, label: str) -> Results:
@@ -128,48 +131,56 @@ def run_native(scs: list[Scenario], ksft_kvm: Path, label: str) -> Results:
     return res
 
 
-def _by_cmdline(scs: list[Scenario]) -> dict[str, list[Scenario]]:
-    groups: dict[str, list[Scenario]] = defaultdict(list)
+def boot_plan(scs: list[Scenario]) -> dict[tuple[str, str], list[tuple[Scenario, Side]]]:
+    """(kernel variant, command line) -> the scenario sides that boot so, in
+    the order the scenarios list them (a scenario's baseline boots first)."""
+    plan: dict[tuple[str, str], list[tuple[Scenario, Side]]] = {}
     for sc in scs:
-        groups[sc.cmdline].append(sc)
-    return groups
+        for side in sc.sides:
+            plan.setdefault((side.variant, side.cmdline), []).append((sc, side))
+    return plan
 
 
 def run_qemu(scs: list[Scenario]) -> Results:
     res = Results()
     for arch in sorted({sc.arch for sc in scs}):
         prof = profile.load(arch)
-        builds = {v: Build(prof, v, debug=False) for v in kernel.VARIANTS}
-        for v, b in builds.items():
+        mine = [s for s in scs if s.arch == arch]
+        plan = boot_plan(mine)
+        # One set of selftest binaries for every kernel, from the series: the
+        # kernel (or its command line) is what is compared, and the series may
+        # add test options. So the patched kernel is always built.
+        variants = [v for v in kernel.VARIANTS if v == "patched" or any(k[0] == v for k in plan)]
+        builds = {v: Build(prof, v, debug=False) for v in variants}
+        for b in builds.values():
             t0 = time.monotonic()
             kernel.build(b)
             res.phases.append((f"build {b.name}", time.monotonic() - t0, 0))
-        # One set of selftest binaries for both kernels, from the series: the
-        # kernel is what is compared, and the series may add test options.
         tests_of = builds["patched"]
         selftests.build(tests_of)
-        for i, (cmdline, group) in enumerate(_by_cmdline([s for s in scs if s.arch == arch]).items()):
-            files = sorted({shlex.split(s.command)[0] for s in group})
-            repeats = max(s.repeats for s in group)
-            for r in range(repeats):
-                todo = [s for s in group if r < s.repeats]
-                for v, b in builds.items():
-                    initrd = initramfs.pack(b, files, [], {"bench": guest_script(todo)},
-                                            paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
-                                            "bench/", selftests_of=tests_of)
-                    where = f"{arch} {v} boot {r + 1}/{repeats}"
-                    log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
-                    budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s in todo)
-                    say(f"bench {where}: {', '.join(s.name for s in todo)} (log {log})")
-                    con = qemu.run(prof.qemu_argv(b.image, initrd,
-                                                  f"lab.boot=bench {cmdline}".strip()),
-                                   budget, log, "LAB-DONE")
-                    res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
-                    sections = split_console(con.lines)
-                    for s in todo:
-                        out, rc = sections.get(s.key, (None, None))
-                        record_run(res, s, v, out, rc,
-                                   f"{where}, {con.outcome}, log {log}")
+        files = sorted({shlex.split(s.command)[0] for s in mine})
+        repeats = max(s.repeats for s in mine)
+        for r in range(repeats):
+            for i, ((variant, cmdline), members) in enumerate(plan.items()):
+                todo = [(s, side) for s, side in members if r < s.repeats]
+                if not todo:
+                    continue
+                b = builds[variant]
+                initrd = initramfs.pack(b, files, [], {"bench": guest_script([s for s, _ in todo])},
+                                        paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
+                                        "bench/", selftests_of=tests_of)
+                where = f"{arch} {variant} [{cmdline}] boot {r + 1}/{repeats}"
+                log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
+                budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
+                say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
+                    + f" (log {log})")
+                con = qemu.run(prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip()),
+                               budget, log, "LAB-DONE")
+                res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
+                sections = split_console(con.lines)
+                for s, side in todo:
+                    out, rc = sections.get(s.key, (None, None))
+                    record_run(res, s, side.label, out, rc, f"{where}, {con.outcome}, log {log}")
     return res
 
 
@@ -177,24 +188,33 @@ def _fmt(x: float) -> str:
     return f"{x:.4f}" if x < 10 else f"{x:.2f}"
 
 
-def report(scs: list[Scenario], res: Results, a: str = "vanilla", b: str = "patched") -> str:
-    seeds = {sc.key: sc.seed for sc in scs}
-    out = [f"| scenario | metric | case | {a} mean ± sd (n) | {b} mean ± sd (n) | change | "
-           "vs noise | seed |", "|---|---|---|---|---|---|---|---|"]
+def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = None) -> str:
+    """Markdown: one table per pair of sides (A is the baseline), then errors
+    and the harness's own phases. sides overrides the scenarios' labels (for
+    two saved native runs, "A" and "B")."""
+    tables: dict[tuple[str, str], list[str]] = {}
     for sc in scs:
+        a, b = sides or sc.labels
+        rows = tables.setdefault((a, b), [])
         cells = res.values.get(sc.key, {})
         if not cells:
-            out.append(f"| {sc.key} | - | - | - | - | - | no data | {seeds[sc.key]} |")
-        for (metric, group), by_v in sorted(cells.items()):
-            xa, xb = by_v.get(a, []), by_v.get(b, [])
+            rows.append(f"| {sc.key} | - | - | - | - | - | no data | {sc.seed} |")
+        for (metric, group), by_side in sorted(cells.items()):
+            xa, xb = by_side.get(a, []), by_side.get(b, [])
             if not xa or not xb:
-                out.append(f"| {sc.key} | {metric} | {group} | n={len(xa)} | n={len(xb)} | - | "
-                           f"missing data | {seeds[sc.key]} |")
+                rows.append(f"| {sc.key} | {metric} | {group} | n={len(xa)} | n={len(xb)} | - | "
+                            f"missing data | {sc.seed} |")
                 continue
             c = stats.compare(xa, xb)
-            out.append(f"| {sc.key} | {metric} | {group} | {_fmt(c.a_mean)} ± {_fmt(c.a_stdev)} "
-                       f"({c.a_n}) | {_fmt(c.b_mean)} ± {_fmt(c.b_stdev)} ({c.b_n}) | "
-                       f"{c.change_pct:+.1f} % | {c.verdict} | {seeds[sc.key]} |")
+            rows.append(f"| {sc.key} | {metric} | {group} | {_fmt(c.a_mean)} ± {_fmt(c.a_stdev)} "
+                        f"({c.a_n}) | {_fmt(c.b_mean)} ± {_fmt(c.b_stdev)} ({c.b_n}) | "
+                        f"{c.change_pct:+.1f} % | {c.verdict} | {sc.seed} |")
+    out = []
+    for (a, b), rows in tables.items():
+        if out:
+            out.append("")
+        out += [f"| scenario | metric | case | {a} mean ± sd (n) | {b} mean ± sd (n) | change | "
+                "vs noise | seed |", "|---|---|---|---|---|---|---|---|", *rows]
     errs = [f"- {k}: {e}" for k, es in res.errors.items() for e in es]
     if errs:
         out += ["", "Errors (cells above lack these runs):", *errs]
@@ -204,7 +224,8 @@ def report(scs: list[Scenario], res: Results, a: str = "vanilla", b: str = "patc
     return "\n".join(out) + "\n"
 
 
-def plot(scs: list[Scenario], res: Results, dest: Path, a="vanilla", b="patched") -> Path | None:
+def plot(scs: list[Scenario], res: Results, dest: Path,
+         sides: tuple[str, str] | None = None) -> Path | None:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -214,11 +235,13 @@ def plot(scs: list[Scenario], res: Results, dest: Path, a="vanilla", b="patched"
         return None
     labels, changes, errs = [], [], []
     for sc in scs:
-        for (metric, group), by_v in sorted(res.values.get(sc.key, {}).items()):
-            xa, xb = by_v.get(a, []), by_v.get(b, [])
+        a, b = sides or sc.labels
+        for (metric, group), by_side in sorted(res.values.get(sc.key, {}).items()):
+            xa, xb = by_side.get(a, []), by_side.get(b, [])
             if xa and xb:
                 c = stats.compare(xa, xb)
-                labels.append(f"{sc.name}: {metric}" + (f"\n{group}" if group else ""))
+                labels.append(f"{sc.name}: {metric}" + (f"\n{group}" if group else "")
+                              + f"\n{b} vs {a}")
                 changes.append(c.change_pct)
                 # stdev of the patched runs relative to the vanilla mean
                 errs.append(c.b_stdev / c.a_mean * 100 if c.a_mean else 0)
@@ -229,7 +252,7 @@ def plot(scs: list[Scenario], res: Results, dest: Path, a="vanilla", b="patched"
            color=["tab:green" if x < 0 else "tab:red" for x in changes])
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=60, ha="right")
-    ax.set_ylabel(f"% runtime change, {b} vs {a}")
+    ax.set_ylabel("% runtime change, B vs A (the scenario's baseline)")
     ax.set_title("kvm-mmu-series benchmark (lower is faster)")
     fig.tight_layout()
     fig.savefig(dest, dpi=100)
@@ -237,11 +260,12 @@ def plot(scs: list[Scenario], res: Results, dest: Path, a="vanilla", b="patched"
     return dest
 
 
-def write(scs: list[Scenario], res: Results, out: Path, a="vanilla", b="patched") -> str:
+def write(scs: list[Scenario], res: Results, out: Path,
+          sides: tuple[str, str] | None = None) -> str:
     out.mkdir(parents=True, exist_ok=True)
-    text = report(scs, res, a, b)
+    text = report(scs, res, sides)
     (out / "results.json").write_text(json.dumps(
         {"scenarios": [s.key for s in scs], **res.to_json()}, indent=1) + "\n")
     (out / "report.md").write_text(text)
-    plot(scs, res, out / "change.png", a, b)
+    plot(scs, res, out / "change.png", sides)
     return text

@@ -87,10 +87,12 @@ def cmd_test(args):
     (out / "ktap.txt").write_text(text)
     (out / "summary.json").write_text(json.dumps([
         {"boot": r.label, "seconds": round(r.seconds, 1), "qemu_peak_rss_kib": r.peak_rss_kib,
-         "console_log": r.log, "problems": r.problems,
+         "console_log": r.log, "problems": r.problems, "notes": r.notes,
          "tests": [{"name": lbl, "status": res.status, "detail": res.detail}
                    for lbl, res in r.rows]} for r in reports], indent=2) + "\n")
     print(text, end="")
+    for n in (n for r in reports for n in r.notes):
+        print(f"NOTE: {n}", file=sys.stderr)
     problems = [p for r in reports for p in r.problems]
     for p in problems:
         print(f"FAILED: {p}", file=sys.stderr)
@@ -146,7 +148,7 @@ def cmd_compare(args):
     keys = list(dict.fromkeys(runs[0]["scenarios"] + runs[1]["scenarios"]))
     known = {s.key: s for s in scenarios.load_all()}
     scs = [known[k] for k in keys if k in known]
-    print(bench.write(scs, merged, _bench_out("compare"), "A", "B"), end="")
+    print(bench.write(scs, merged, _bench_out("compare"), ("A", "B")), end="")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -40,15 +40,20 @@ def boot_script(tests: TestList, boot: str) -> str:
 
     One runner call per test: each gets its own timeout (-o) and arguments
     (the runner's KSELFTEST_<NAME>_ARGS variable). Skipped tests are not run;
-    the host reports them from the list.
+    the host reports them from the list. Tests are numbered from 1, and
+    lab.from=<n> on the command line starts at the n-th (a resumed boot).
     """
-    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}"]
-    for t in tests.tests_for(boot):
-        if t.skip:
-            continue
-        lines.append(f"{t.args_var}={shlex.quote(t.args)} ./run_kselftest.sh "
-                     f"-o {t.timeout} -t kvm:{t.name}")
+    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}",
+             "from=$(sed -n 's/.*lab\\.from=\\([0-9]*\\).*/\\1/p' /proc/cmdline)"]
+    for n, t in enumerate(runnable(tests, boot), 1):
+        lines.append(f"[ {n} -lt \"${{from:-1}}\" ] || {t.args_var}={shlex.quote(t.args)} "
+                     f"./run_kselftest.sh -o {t.timeout} -t kvm:{t.name}")
     return "\n".join(lines) + "\n"
+
+
+def runnable(tests: TestList, boot: str) -> list:
+    """The tests a boot runs, in order (what lab.from= counts)."""
+    return [t for t in tests.tests_for(boot) if not t.skip]
 
 
 def build(b: Build, tests: TestList, dest: Path) -> Path:

@@ -1,9 +1,10 @@
 """Benchmark scenarios, as data (bench/<topic>.toml), and their parsing.
 
-A scenario is: an arch, a kernel command line, a selftest command, the metric
-lines to read out of its output (a regex whose first group is the value, and
-a unit), how many repeats, and the seed's published figure beside it. Adding
-a scenario needs no code.
+A scenario is: an arch, the two sides it compares (the vanilla and patched
+kernels by default, or two kernel command lines such as TDP and shadow MMU),
+a selftest command, the metric lines to read out of its output (a regex whose
+first group is the value, and a unit), how many repeats, and the seed's
+published figure beside it. Adding a scenario needs no code.
 """
 import re
 import tomllib
@@ -25,11 +26,18 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a kernel variant booted with a command line."""
+    label: str
+    variant: str       # "vanilla" or "patched"
+    cmdline: str
+
+
+@dataclass(frozen=True)
 class Scenario:
     topic: str
     name: str
     arch: str
-    cmdline: str
     command: str
     metrics: tuple[Metric, ...]
     repeats: int
@@ -37,10 +45,47 @@ class Scenario:
     seed: str                       # the published figure, with where it comes from
     timeout: int
     level: str                      # smallest BENCH level that runs it
+    sides: tuple[Side, Side]        # baseline first
 
     @property
     def key(self) -> str:
         return f"{self.topic}/{self.name}"
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        return self.sides[0].label, self.sides[1].label
+
+
+VARIANTS = ("vanilla", "patched")
+
+
+def _sides(s: dict, origin: str) -> tuple[Side, Side]:
+    """Vanilla against patched kernel by default; or two [scenario.a] and
+    [scenario.b] tables (label, kernel, cmdline added to the scenario's), to
+    compare e.g. TDP MMU and shadow MMU on one kernel."""
+    cmdline = s.get("cmdline", "")
+    if "a" not in s and "b" not in s:
+        return Side("vanilla", "vanilla", cmdline), Side("patched", "patched", cmdline)
+    sides = []
+    for key in ("a", "b"):
+        side = s.get(key)
+        if not isinstance(side, dict) or "label" not in side:
+            raise LabError(f"{origin}: {s['name']}: [scenario.{key}] needs a label")
+        unknown = set(side) - {"label", "kernel", "cmdline"}
+        if unknown:
+            raise LabError(f"{origin}: {s['name']}: [scenario.{key}] has unknown keys "
+                           f"{sorted(unknown)}")
+        variant = side.get("kernel", "patched")
+        if variant not in VARIANTS:
+            raise LabError(f"{origin}: {s['name']}: kernel must be one of {VARIANTS}")
+        sides.append(Side(side["label"], variant,
+                          f"{cmdline} {side.get('cmdline', '')}".strip()))
+    if sides[0].label == sides[1].label:
+        raise LabError(f"{origin}: {s['name']}: the two sides need different labels")
+    if (sides[0].variant, sides[0].cmdline) == (sides[1].variant, sides[1].cmdline):
+        raise LabError(f"{origin}: {s['name']}: both sides boot the same kernel with the "
+                       "same command line")
+    return sides[0], sides[1]
 
 
 def parse(text: str, origin: str) -> list[Scenario]:
@@ -69,10 +114,10 @@ def parse(text: str, origin: str) -> list[Scenario]:
                 raise LabError(f"{origin}: {s['name']}: regex {m['regex']!r} captures no value")
             metrics.append(Metric(m["name"], rx, unit))
         group = re.compile(s["group_by"]) if s.get("group_by") else None
-        out.append(Scenario(topic, s["name"], s["arch"], s.get("cmdline", ""), s["command"],
+        out.append(Scenario(topic, s["name"], s["arch"], s["command"],
                             tuple(metrics), int(s.get("repeats", 5)), group,
                             s.get("seed", ""), int(s.get("timeout", 300)),
-                            s.get("level", "default")))
+                            s.get("level", "default"), _sides(s, origin)))
         if out[-1].level not in LEVELS:
             raise LabError(f"{origin}: {s['name']}: level must be one of {LEVELS}")
     names = [sc.name for sc in out]

@@ -25,6 +25,7 @@ class BootReport:
     label: str                       # e.g. x86_64/tdp
     rows: list = field(default_factory=list)      # [(label, ktap.Result)]
     problems: list = field(default_factory=list)  # one-line reasons the boot failed
+    notes: list = field(default_factory=list)     # what happened without failing it
     log: str = ""
     seconds: float = 0.0
     peak_rss_kib: int = 0
@@ -44,7 +45,9 @@ def account(tl: testlist.TestList, boot: str, results: dict, why_missing: str) -
     return rows
 
 
-def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log) -> BootReport:
+def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log,
+               earlier: dict | None = None) -> BootReport:
+    """earlier: results of a first boot that this one resumed."""
     rep = BootReport(f"{tl.arch}/{boot}", log=str(log), seconds=con.seconds,
                      peak_rss_kib=con.peak_rss_kib)
     if con.outcome == qemu.KILLED:
@@ -63,7 +66,7 @@ def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log) -> Boot
     for s in splat.scan(con.lines):
         ctx = "\n".join("    | " + c for c in s.context)
         rep.problems.append(f"{rep.label}: kernel splat while {s.test} ran: {s.line}\n{ctx}")
-    rep.rows = account(tl, boot, ktap.parse(con.lines), missing)
+    rep.rows = account(tl, boot, (earlier or {}) | ktap.parse(con.lines), missing)
     return rep
 
 
@@ -79,17 +82,61 @@ def _progress(label: str):
     return on_line
 
 
+def unexplained_end(con: qemu.Console) -> bool:
+    """The guest was running tests and QEMU exited without a word from the
+    kernel: no panic, no splat (e.g. a TCG fault of the emulator, or a
+    triple fault, which -no-reboot turns into a clean exit)."""
+    return (con.outcome == qemu.EXITED_EARLY
+            and any(ln.startswith("LAB-BOOT") for ln in map(ktap.clean, con.lines))
+            and not any("Kernel panic" in ln for ln in con.lines)
+            and not splat.scan(con.lines))
+
+
+def resume_point(tl: testlist.TestList, boot: str, con: qemu.Console) -> int:
+    """1-based index (lab.from=) of the first runnable test without a result."""
+    done = ktap.parse(con.lines)
+    for n, t in enumerate(initramfs.runnable(tl, boot), 1):
+        if t.basename not in done:
+            return n
+    return 0
+
+
+def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, label: str,
+               extra: str, log) -> qemu.Console:
+    argv = b.profile.qemu_argv(b.image, initrd,
+                               f"lab.boot={boot.name} {boot.cmdline} {extra}".strip())
+    say(f"boot {label}: {boot.cmdline or '(default command line)'} {extra}".rstrip()
+        + f" (budget {tl.budget(boot.name, BOOT_OVERHEAD)} s, log {log})")
+    return qemu.run(argv, tl.budget(boot.name, BOOT_OVERHEAD), log, DONE,
+                    on_line=_progress(label))
+
+
 def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot) -> BootReport:
+    """One boot of the list. If the guest ends without a kernel message while
+    tests remain, the rest run once more in a second boot, starting with the
+    test that was running: a reproducible failure fails there too, and the
+    first ending stays in the report as a note either way."""
     label = f"{b.profile.arch}/{boot.name}"
-    argv = b.profile.qemu_argv(b.image, initrd, f"lab.boot={boot.name} {boot.cmdline}".strip())
-    budget = tl.budget(boot.name, BOOT_OVERHEAD)
     log = paths.LOGS / f"boot-{b.name}-{boot.name}.log"
-    say(f"boot {label}: {boot.cmdline or '(default command line)'} "
-        f"(budget {budget} s, log {log})")
-    con = qemu.run(argv, budget, log, DONE, on_line=_progress(label))
+    con = _boot_once(b, tl, initrd, boot, label, "", log)
     rep = judge_boot(tl, boot.name, con, log)
-    say(f"boot {label}: {con.outcome} after {con.seconds:.0f} s, QEMU peak RSS "
-        f"{con.peak_rss_kib >> 10} MiB")
+    start = resume_point(tl, boot.name, con) if unexplained_end(con) else 0
+    if start:
+        rest = initramfs.runnable(tl, boot.name)[start - 1].name
+        note = (f"{label}: QEMU exited (code {con.returncode}) after {con.seconds:.0f} s "
+                f"without a kernel message; tests from {rest} on ran in a second boot. "
+                f"Last console lines of the first (log {log}):\n{con.tail(10)}")
+        say(f"boot {label}: {con.outcome} without a kernel message; resuming at {rest}")
+        log2 = paths.LOGS / f"boot-{b.name}-{boot.name}-resumed.log"
+        con2 = _boot_once(b, tl, initrd, boot, label, f"lab.from={start}", log2)
+        rep2 = judge_boot(tl, boot.name, con2, log2, earlier=ktap.parse(con.lines))
+        rep.rows, rep.problems = rep2.rows, rep2.problems
+        rep.notes.append(note)
+        rep.seconds += con2.seconds
+        rep.peak_rss_kib = max(rep.peak_rss_kib, con2.peak_rss_kib)
+        con = con2
+    say(f"boot {label}: {con.outcome} after {rep.seconds:.0f} s, QEMU peak RSS "
+        f"{rep.peak_rss_kib >> 10} MiB")
     return rep
 
 

@@ -116,3 +116,71 @@ def test_guest_script_marks_each_scenario():
     assert "echo LAB-SCENARIO-BEGIN t/enable\n" in script
     assert "/usr/bin/timeout 300 ./dirty_log_perf_test -g -k 2M -b 64M 2>&1\n" in script
     assert "echo LAB-SCENARIO-END t/enable rc=$?\n" in script
+
+
+SIDES = r'''
+topic = "x"
+[defaults]
+arch = "x86_64"
+cmdline = "hugepagesz=2M hugepages=64"
+metrics = [ { name = "disable", regex = 'Disabling dirty logging time: (\d+\.\d+)s' } ]
+[[scenario]]
+name = "disable"
+command = "dirty_log_perf_test -s anonymous_hugetlb"
+a = { label = "shadow MMU", cmdline = "kvm.tdp_mmu=N" }
+b = { label = "TDP MMU" }
+[[scenario]]
+name = "also-tdp"
+command = "dirty_log_perf_test"
+a = { label = "eps=N", cmdline = "kvm.eager_page_split=N" }
+b = { label = "TDP MMU" }
+[[scenario]]
+name = "kernels"
+command = "dirty_log_perf_test"
+'''
+
+
+def test_sides_default_to_the_kernels_or_name_two_command_lines():
+    disable, also, kernels = scenarios.parse(SIDES, "bench/x.toml")
+    assert disable.sides == (
+        scenarios.Side("shadow MMU", "patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N"),
+        scenarios.Side("TDP MMU", "patched", "hugepagesz=2M hugepages=64"))
+    assert kernels.labels == ("vanilla", "patched")
+    # sides that boot alike share a boot; the baseline of each scenario boots first
+    plan = bench.boot_plan([disable, also, kernels])
+    assert [(k, [(s.name, side.label) for s, side in v]) for k, v in plan.items()] == [
+        (("patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N"), [("disable", "shadow MMU")]),
+        (("patched", "hugepagesz=2M hugepages=64"),
+         [("disable", "TDP MMU"), ("also-tdp", "TDP MMU"), ("kernels", "patched")]),
+        (("patched", "hugepagesz=2M hugepages=64 kvm.eager_page_split=N"),
+         [("also-tdp", "eps=N")]),
+        (("vanilla", "hugepagesz=2M hugepages=64"), [("kernels", "vanilla")]),
+    ]
+
+
+@pytest.mark.parametrize("side, msg", [
+    ('a = { cmdline = "x" }\nb = { label = "B" }', r"\[scenario.a\] needs a label"),
+    ('a = { label = "A", kernel = "mine" }\nb = { label = "B" }', "kernel must be one of"),
+    ('a = { label = "A" }\nb = { label = "A", cmdline = "y" }', "different labels"),
+    ('a = { label = "A" }\nb = { label = "B" }', "same kernel with the same command line"),
+    ('a = { label = "A", cmd = "x" }\nb = { label = "B" }', "unknown keys"),
+])
+def test_bad_sides_are_refused(side, msg):
+    text = f'[[scenario]]\nname="s"\narch="x86_64"\ncommand="c"\nmetrics=[]\n{side}\n'
+    with pytest.raises(LabError, match=msg):
+        scenarios.parse(text, "bench/bad.toml")
+
+
+def test_report_has_a_table_per_pair_of_sides():
+    disable, also, kernels = scenarios.parse(SIDES, "bench/x.toml")
+    res = bench.Results()
+    # shadow 4.0 and 4.2 s, TDP 3.0 and 3.1 s: mean 4.1 vs 3.05, by hand -25.6 %
+    for label, xs in (("shadow MMU", (4.0, 4.2)), ("TDP MMU", (3.0, 3.1))):
+        for x in xs:
+            bench.record_run(res, disable, label, [f"Disabling dirty logging time: {x:.9f}s"],
+                             0, "boot")
+    text = bench.report([disable, also, kernels], res)
+    assert "| scenario | metric | case | shadow MMU mean ± sd (n) | TDP MMU mean ± sd (n) |" in text
+    assert "| x/disable | disable |  | 4.1000 ± 0.1414 (2) | 3.0500 ± 0.0707 (2) | -25.6 % |" in text
+    assert "| scenario | metric | case | vanilla mean ± sd (n) | patched mean ± sd (n) |" in text
+    assert "| x/kernels | - | - | - | - | - | no data |" in text

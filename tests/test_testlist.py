@@ -1,3 +1,5 @@
+import subprocess
+
 import pytest
 
 from lab import initramfs, profile, testlist
@@ -76,3 +78,19 @@ def test_shipped_lists_and_profiles_load(arch):
 def test_unknown_arch_is_named():
     with pytest.raises(LabError, match="unknown ARCH=riscv"):
         profile.load("riscv")
+
+
+@pytest.mark.parametrize("cmdline, ran", [
+    ("lab.boot=tdp", ["dirty_log_test", "nx_huge_pages_test.sh"]),
+    ("lab.boot=tdp lab.from=2 x=1", ["nx_huge_pages_test.sh"]),
+])
+def test_boot_script_resumes_from_the_numbered_test(tmp_path, cmdline, ran):
+    tl = testlist.parse(LIST, "x86_64", "t")
+    (tmp_path / "cmdline").write_text(cmdline + "\n")
+    runner = tmp_path / "run_kselftest.sh"
+    runner.write_text('#!/bin/sh\necho "$4"\n')
+    runner.chmod(0o755)
+    script = initramfs.boot_script(tl, "tdp").replace("/proc/cmdline", str(tmp_path / "cmdline"))
+    out = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == [f"kvm:{t}" for t in ran]
