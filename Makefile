@@ -1,6 +1,8 @@
 # kvm-mmu-series: the front door. Every target is a thin call into lab/.
 #
-#   make test                      pytest + build, boot and selftest each arch
+#   make test                      pytest + make check + build, boot and selftest each arch
+#   make check                     checkpatch, git am + quilt, each patch built alone
+#   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
 #   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
 #   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
 #   make tree / make export        build/linux from patches/, and back
@@ -24,11 +26,11 @@ LAB := $(PYTHON) -m lab
 # Commands that plot use the venv's Python, which has matplotlib.
 VLAB := $(VENV)/bin/python -m lab
 
-.PHONY: all deps venv base tree export kernel selftests test pytest bench bench-native \
-	compare clean help
+.PHONY: all deps venv base tree export kernel selftests test check pytest bench bench-native \
+	compare series clean help
 
 help:
-	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(LAB) deps --install
@@ -59,8 +61,15 @@ selftests: kernel
 pytest: venv
 	@$(VENV)/bin/python -m pytest -q tests
 
-# The README's test command, which .ci/run calls.
-test: deps pytest tree
+check: deps venv tree
+	@$(LAB) check
+
+series: tree
+	@test -n "$(TOPIC)" || { echo "error: set TOPIC=<folder of patches/>"; exit 1; }
+	@$(LAB) series --topic $(TOPIC) --version $(or $(VERSION),1)
+
+# The README's test command, which .ci/run calls (make check runs inside it).
+test: deps venv pytest tree
 	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH))
 
 bench: deps venv tree

@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from lab import (base, bench, deps, kernel, ktap, paths, profile, scenarios, selftests,
-                 testrun, tree)
+from lab import (base, bench, check, deps, kernel, ktap, mail, paths, profile, scenarios,
+                 selftests, testrun, tree)
 from lab.progress import LabError, say
 
 
@@ -66,23 +66,23 @@ def cmd_deps(args):
         say("deps: every tool is present")
 
 
-def cmd_test(args):
-    arches = args.arch or profile.arches()
-    reports = []
-    for arch in arches:
-        prof = profile.load(arch)
-        try:
-            reports += testrun.run_arch(prof, args.variant, not args.no_debug, args.boot)
-        except LabError as e:
-            rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
-            rep.rows.append((f"{arch}: build, selftests and initramfs",
-                             ktap.Result("build", ktap.FAIL, "see the error above")))
-            reports.append(rep)
-            say(f"error: {e}")
+def _check_report() -> testrun.BootReport:
+    src, _ = _source_and_label()
+    rep = testrun.BootReport("check")
+    try:
+        found = check.run(src)
+        rep.rows, rep.problems = found.rows, found.problems
+    except LabError as e:
+        rep.rows.append(("check: make check ran", ktap.Result("check", ktap.FAIL, str(e))))
+        rep.problems.append(f"check: {e}")
+    return rep
+
+
+def _print_reports(reports: list, kind: str) -> int:
     rows = [row for r in reports for row in r.rows]
     text = ktap.render(rows)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = paths.RESULTS / f"test-{stamp}"
+    out = paths.RESULTS / f"{kind}-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "ktap.txt").write_text(text)
     (out / "summary.json").write_text(json.dumps([
@@ -102,6 +102,32 @@ def cmd_test(args):
     say(f"results: {out}")
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed or problems else 0
+
+
+def cmd_check(args):
+    return _print_reports([_check_report()], "check")
+
+
+def cmd_series(args):
+    ident = mail.sender_identity()
+    out = mail.make_series(args.topic, args.version, ident)
+    print(f"{out}: send with git send-email {out}/*.patch (check first with --dry-run)")
+
+
+def cmd_test(args):
+    arches = args.arch or profile.arches()
+    reports = [] if args.no_check else [_check_report()]
+    for arch in arches:
+        prof = profile.load(arch)
+        try:
+            reports += testrun.run_arch(prof, args.variant, not args.no_debug, args.boot)
+        except LabError as e:
+            rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
+            rep.rows.append((f"{arch}: build, selftests and initramfs",
+                             ktap.Result("build", ktap.FAIL, "see the error above")))
+            reports.append(rep)
+            say(f"error: {e}")
+    return _print_reports(reports, "test")
 
 
 def _bench_out(kind: str) -> Path:
@@ -176,6 +202,12 @@ def parser() -> argparse.ArgumentParser:
     cmp_.add_argument("a")
     cmp_.add_argument("b")
     cmp_.set_defaults(fn=cmd_compare)
+    sub.add_parser("check", help="checkpatch, git am and quilt, each patch built alone"
+                   ).set_defaults(fn=cmd_check)
+    se = sub.add_parser("series", help="a send-ready folder for one topic")
+    se.add_argument("--topic", required=True)
+    se.add_argument("--version", type=int, default=1)
+    se.set_defaults(fn=cmd_series)
     for name, fn in (("kernel", cmd_kernel), ("selftests", cmd_selftests), ("test", cmd_test)):
         s = sub.add_parser(name)
         if name == "test":
@@ -183,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("--boot", action="append", help="only these boots (default: all)")
             s.add_argument("--no-debug", action="store_true", help="without configs/debug.config")
             s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)
+            s.add_argument("--no-check", action="store_true", help="without make check")
         else:
             s.add_argument("--arch", default="x86_64", choices=profile.arches())
             s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)

@@ -17,6 +17,9 @@ from lab.profile import Profile
 from lab.progress import LabError, compiler_errors, jobs, run_logged, say
 
 VARIANTS = ("vanilla", "patched")
+# make check's builds: the series one patch at a time, in their own worktree,
+# with configs/check*.config on top (the options maintainers build with).
+CHECK = "check"
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,8 @@ class Build:
 
     @property
     def src(self) -> Path:
-        return paths.TREE if self.variant == "patched" else paths.VANILLA_SRC
+        return {"patched": paths.TREE, "vanilla": paths.VANILLA_SRC,
+                CHECK: paths.CHECK_SRC}[self.variant]
 
     @property
     def out(self) -> Path:
@@ -51,7 +55,10 @@ class Build:
 
     def fragments(self) -> list[Path]:
         names = ["common", self.profile.arch] + (["debug"] if self.debug else [])
-        return [paths.CONFIGS / f"{n}.config" for n in names]
+        if self.variant == CHECK:
+            names += ["check", f"check-{self.profile.arch}"]
+        return [paths.CONFIGS / f"{n}.config" for n in names
+                if (paths.CONFIGS / f"{n}.config").exists()]
 
     def make_argv(self, *targets: str) -> list[str]:
         cc = f"{self.profile.cross_compile}gcc"

@@ -17,3 +17,4 @@ CACHE = Path(os.environ.get("LAB_CACHE",
 
 TREE = BUILD / "linux"
 VANILLA_SRC = BUILD / "vanilla-src"
+CHECK_SRC = BUILD / "check-src"        # make check's worktree, one commit at a time

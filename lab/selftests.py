@@ -17,7 +17,7 @@ def install_dir(b: Build) -> Path:
     return b.out / "kselftest" / "kselftest_install"
 
 
-def build(b: Build) -> Path:
+def build(b: Build, log: Path | None = None) -> Path:
     if not b.headers.exists():
         raise LabError(f"selftests {b.name}: no UAPI headers in {b.headers}; build the kernel first")
     cc = f"{b.profile.cross_compile}gcc"
@@ -33,8 +33,9 @@ def build(b: Build) -> Path:
     # LDFLAGS from the environment, not the command line: the kvm Makefile
     # appends -pthread and more with +=, which a command-line value would hide.
     env = dict(os.environ, LDFLAGS="-static")
-    log = b.log("selftests")
-    log.unlink(missing_ok=True)
+    if log is None:
+        log = b.log("selftests")
+        log.unlink(missing_ok=True)
     say(f"selftests {b.name}: building kvm selftests, static (log: {log})")
     secs = run_logged(argv, log, f"selftests {b.name}", env=env, explain=compiler_errors)
     if not (dest / "run_kselftest.sh").exists():

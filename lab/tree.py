@@ -100,9 +100,10 @@ def _with_topic(patch_text: str, topic: str, tree: Path) -> str:
     return git(tree, "interpret-trailers", "--trailer", f"Topic: {topic}", input=patch_text)
 
 
-def apply_series(tree: Path, patches_dir: Path) -> int:
-    """Reset tree to the base and git-am every patch of the series, in order."""
-    git(tree, "checkout", "-q", "-B", "series", BASE_TAG)
+def apply_series(tree: Path, patches_dir: Path, branch: str = "series") -> int:
+    """Reset tree (or a worktree of it) to the base on branch and git-am every
+    patch of the series, in order."""
+    git(tree, "checkout", "-q", "-f", "-B", branch, BASE_TAG)
     git(tree, "reset", "-q", "--hard", BASE_TAG)
     entries = series.load(patches_dir)
     for e in entries:
@@ -248,12 +249,13 @@ def make_tree(source: Path, label: str, patches_dir: Path = paths.PATCHES,
     say(f"tree: {tree} = {label} + {n} patch(es)")
 
 
-def ensure_worktree(tree: Path, dest: Path, rev: str = BASE_TAG) -> Path:
-    """A checkout of rev beside the tree (the vanilla source), kept in step."""
+def ensure_worktree(tree: Path, dest: Path, rev: str = BASE_TAG, keep: bool = False) -> Path:
+    """A checkout of rev beside the tree (the vanilla source), kept in step.
+    keep: reuse an existing worktree wherever its HEAD is (its user moves it)."""
     want = git(tree, "rev-parse", f"{rev}^{{commit}}").strip()
     if (dest / ".git").exists():
         have = git(dest, "rev-parse", "HEAD", check=False).strip()
-        if have == want:
+        if have == want or (keep and have):
             return dest
         git(tree, "worktree", "remove", "--force", str(dest), check=False)
     if dest.exists():

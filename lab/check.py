@@ -1,0 +1,350 @@
+"""make check: is the series fit to mail upstream and to carry in a distro?
+
+- style: checkpatch.pl --strict on every patch (no error, warning or check
+  unless patches/checkpatch-waivers says why), an upstream subject prefix and
+  a Signed-off-by;
+- apply: the series applies with `git am` onto the base, and with quilt onto
+  a plain extract of the Debian source laid out as Debian's kernel package
+  carries patches (debian/patches/features/..., series lines);
+- bisect: each patch, applied one at a time, builds what it touches for each
+  arch it touches, with the options of configs/check*.config, and W=1 shows
+  no warning in the files it touches; a patch to the kvm selftests builds
+  them for each arch.
+
+It also checks itself on fixtures (tests/fixtures/check): a mis-styled
+patch must be refused and a patch that breaks the build of a later one must
+be named, or the check is worthless.
+"""
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lab import kernel, ktap, mail, paths, profile, selftests, series, tree
+from lab.kernel import Build
+from lab.progress import LabError, compiler_errors, run_logged, say
+
+FIXTURES = paths.ROOT / "tests" / "fixtures" / "check"
+CHECK_IDENT = ("Make Check", "make-check@example.invalid")
+WAIVERS = "checkpatch-waivers"
+# What upstream KVM and mm expect a subject to start with.
+SUBJECT_PREFIXES = ("KVM: arm64: ", "KVM: x86/mmu: ", "KVM: x86: ", "KVM: selftests: ",
+                    "KVM: ", "mm: multi-gen LRU: ", "mm: ")
+SELFTESTS = "tools/testing/selftests/kvm/"
+ARCH_DIRS = {"arm64": "arch/arm64/", "x86_64": "arch/x86/"}
+SELFTEST_ARCH_DIRS = {"arm64": ("aarch64/", "lib/aarch64/", "include/aarch64/"),
+                      "x86_64": ("x86_64/", "lib/x86_64/", "include/x86_64/")}
+WARNING_RE = re.compile(r"^(?:\.\./)*(\S+?):(\d+):(?:\d+:)? warning: (.*)$")
+
+
+# --------------------------------------------------------------- decisions
+
+def touched_files(patch_text: str) -> list[str]:
+    """Paths a patch changes (new names; a deleted file counts by its old name)."""
+    out = []
+    for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", patch_text, re.M):
+        out.append(m.group(2))
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class BuildPlan:
+    """What one patch must build for one arch."""
+    arch: str
+    targets: list[str] = field(default_factory=list)   # make targets, without W=1
+    w1_objects: list[str] = field(default_factory=list)  # rebuilt with W=1
+    selftests: bool = False
+    files: list[str] = field(default_factory=list)      # touched files that concern it
+
+
+def plan_builds(files: list[str]) -> dict[str, BuildPlan]:
+    """arch -> what to build, from the files a patch touches.
+
+    arch/<a>/ concerns that arch only, the kvm selftests every arch unless in
+    an arch's own folder, Documentation/ none, anything else (virt/kvm,
+    include/, mm/) every arch. The KVM directory of a concerned arch is always
+    built (it pulls in virt/kvm and every KVM header user); a C file elsewhere
+    is built as its object.
+    """
+    plans: dict[str, BuildPlan] = {}
+
+    def plan(arch):
+        return plans.setdefault(arch, BuildPlan(arch))
+
+    for f in files:
+        if f.startswith("Documentation/") or f.startswith("arch/") and not any(
+                f.startswith(d) for d in ARCH_DIRS.values()):
+            continue
+        if f.startswith(SELFTESTS):
+            rel = f[len(SELFTESTS):]
+            mine = [a for a, dirs in SELFTEST_ARCH_DIRS.items() if rel.startswith(dirs)]
+            for a in mine or list(ARCH_DIRS):
+                p = plan(a)
+                p.selftests = True
+                p.files.append(f)
+            continue
+        if f.startswith("tools/"):
+            continue
+        arches = [a for a, d in ARCH_DIRS.items() if f.startswith(d)] or list(ARCH_DIRS)
+        for a in arches:
+            p = plan(a)
+            p.files.append(f)
+            kvm_dir = f"{ARCH_DIRS[a]}kvm/"
+            if kvm_dir not in p.targets:
+                p.targets.append(kvm_dir)
+            if f.endswith(".c"):
+                obj = f[:-2] + ".o"
+                if not f.startswith((kvm_dir, "virt/kvm/")) and obj not in p.targets:
+                    p.targets.append(obj)
+                # virt/kvm has no Makefile of its own: W=1 goes through the arch's KVM dir
+                p.w1_objects.append(kvm_dir if f.startswith("virt/kvm/") else obj)
+    for p in plans.values():
+        p.w1_objects = list(dict.fromkeys(p.w1_objects))
+        if p.selftests:
+            p.targets.append("headers")
+    return plans
+
+
+def warnings_in(text: str, files: list[str]) -> list[str]:
+    """Compiler warnings in the given files (paths as kbuild or the selftests
+    Makefile print them: relative with ../, or absolute)."""
+    out = []
+    for line in text.splitlines():
+        m = WARNING_RE.match(line.strip())
+        if m and any(m.group(1) == f or m.group(1).endswith("/" + f) for f in files):
+            out.append(line.strip())
+    return list(dict.fromkeys(out))
+
+
+@dataclass(frozen=True)
+class Waiver:
+    pattern: str    # fnmatch on the path under patches/
+    type: str       # checkpatch's message type, e.g. LONG_LINE
+    reason: str
+
+
+def parse_waivers(text: str, origin: str) -> list[Waiver]:
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split(None, 2)
+        if len(parts) < 3:
+            raise LabError(f"{origin}:{n}: a waiver is '<patch glob> <TYPE> <reason>'")
+        out.append(Waiver(*parts))
+    return out
+
+
+def checkpatch_findings(output: str) -> list[tuple[str, str, str]]:
+    """(level, type, message) of each finding of checkpatch --show-types."""
+    return [(m.group(1), m.group(2), m.group(3)) for m in
+            re.finditer(r"^(ERROR|WARNING|CHECK):([A-Z0-9_]+): (.*)$", output, re.M)]
+
+
+def style_problems(rel: str, text: str, checkpatch_output: str,
+                   waivers: list[Waiver]) -> list[str]:
+    out = []
+    for level, typ, msg in checkpatch_findings(checkpatch_output):
+        if not any(fnmatch.fnmatch(rel, w.pattern) and w.type == typ for w in waivers):
+            out.append(f"{level}:{typ}: {msg}")
+    subject = re.search(r"^Subject: (?:\[PATCH[^\]]*\] )?(.*)$", text, re.M)
+    if not subject or not subject.group(1).startswith(SUBJECT_PREFIXES):
+        out.append(f"subject {subject.group(1) if subject else '(none)'!r} does not start "
+                   f"with an upstream prefix ({', '.join(p.strip() for p in SUBJECT_PREFIXES)})")
+    if not re.search(r"^Signed-off-by: .+ <.+@.+>$", text, re.M):
+        out.append("no Signed-off-by")
+    return out
+
+
+# ------------------------------------------------------------------ running
+
+@dataclass
+class Report:
+    rows: list = field(default_factory=list)       # [(label, ktap.Result)]
+    problems: list = field(default_factory=list)
+
+    def add(self, label: str, problems: list[str]) -> None:
+        status = ktap.FAIL if problems else ktap.PASS
+        self.rows.append((f"check: {label}", ktap.Result(label, status,
+                                                         problems[0] if problems else "")))
+        self.problems += [f"check: {label}: {p}" for p in problems]
+        say(f"check: {label}: {'ok' if not problems else 'FAILED: ' + problems[0]}")
+
+
+def check_style(src: Path, patches_dir: Path, entries: list) -> dict[str, list[str]]:
+    waivers_file = patches_dir / WAIVERS
+    waivers = (parse_waivers(waivers_file.read_text(), str(waivers_file))
+               if waivers_file.exists() else [])
+    out = {}
+    for e in entries:
+        f = patches_dir / e.path
+        proc = subprocess.run(["perl", str(src / "scripts/checkpatch.pl"), "--strict",
+                               "--show-types", "--no-summary", "--color=never", str(f)],
+                              cwd=src, capture_output=True, text=True)
+        out[e.path] = style_problems(e.path, f.read_text(), proc.stdout, waivers)
+        if proc.returncode != 0 and not out[e.path]:
+            out[e.path] = [f"checkpatch exited {proc.returncode}: "
+                           + (proc.stderr.strip().splitlines() or ["(no message)"])[-1]]
+    return out
+
+
+def check_quilt(source: Path, patches_dir: Path, entries: list, dest: Path) -> list[str]:
+    """Lay the series out as Debian's kernel package carries patches and quilt
+    push it onto a plain extract of the base source."""
+    if not shutil.which("quilt"):
+        raise LabError("quilt not found (make deps installs it)")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    if source.is_dir():
+        # A tree of the user's own: the base commit of build/linux is its extract.
+        subprocess.run(["git", "-C", str(paths.TREE), "archive", "--format=tar", tree.BASE_TAG],
+                       stdout=open(dest / "base.tar", "wb"), check=True)
+        subprocess.run(["tar", "-xf", "base.tar"], cwd=dest, check=True)
+        (dest / "base.tar").unlink()
+    else:
+        subprocess.run(["tar", "-xf", str(source), "-C", str(dest), "--strip-components=1"],
+                       check=True)
+    feature = dest / "debian/patches/features/all/kvm-mmu-series"
+    lines = []
+    for e in entries:
+        (feature / e.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(patches_dir / e.path, feature / e.path)
+        lines.append(f"features/all/kvm-mmu-series/{e.path}\n")
+    series_file = dest / "debian/patches/series"
+    with open(series_file, "a") as f:
+        f.writelines(lines)
+    proc = subprocess.run(["quilt", "push", "-a", "--fuzz=0"], cwd=dest, capture_output=True,
+                          text=True, env=dict(os.environ, QUILT_PATCHES="debian/patches",
+                                              QUILTRC="/dev/null"))
+    if proc.returncode not in (0, 2) or "FAILED" in proc.stdout:
+        said = [ln for ln in proc.stdout.splitlines()
+                if "FAILED" in ln or ln.startswith(("Applying", "Patch"))]
+        return [" | ".join(said[-3:]) or proc.stderr.strip()]
+    return []
+
+
+def _commits(src: Path, n: int) -> list[str]:
+    shas = tree.git(src, "rev-list", "--reverse", f"{tree.BASE_TAG}..HEAD").split()
+    if len(shas) != n:
+        raise LabError(f"{src}: {len(shas)} commits on the base, {n} patches in the series")
+    return shas
+
+
+def build_one(src: Path, sha: str, plan: BuildPlan, log: Path) -> list[str]:
+    """Build what plan asks at commit sha; return the problems (none: ok)."""
+    tree.git(src, "checkout", "-q", "-f", sha)
+    b = Build(profile.load(plan.arch), kernel.CHECK, debug=True)
+    problems = []
+    try:
+        if plan.targets:
+            run_logged(b.make_argv(*plan.targets), log, f"build {plan.arch}",
+                       explain=compiler_errors)
+        if plan.w1_objects:
+            start = log.stat().st_size if log.exists() else 0
+            run_logged(b.make_argv("W=1", *plan.w1_objects), log, f"W=1 build {plan.arch}",
+                       explain=compiler_errors)
+            warned = warnings_in(log.read_text(errors="replace")[start:], plan.files)
+            problems += [f"W=1: {w}" for w in warned]
+        if plan.selftests:
+            start = log.stat().st_size if log.exists() else 0
+            selftests.build(b, log=log)
+            warned = warnings_in(log.read_text(errors="replace")[start:], plan.files)
+            problems += [f"selftests: {w}" for w in warned]
+    except LabError as e:
+        problems.append(str(e).replace("\n    ", " | "))
+    return problems
+
+
+_configured: set[str] = set()
+
+
+def configure_check_builds(arches: set[str]) -> None:
+    """Once per arch and run (the fixtures reuse the configuration)."""
+    for arch in sorted(arches - _configured):
+        _configured.add(arch)
+        b = Build(profile.load(arch), kernel.CHECK, debug=True)
+        say(f"check: configuring {b.name} ({', '.join(f.name for f in b.fragments())})")
+        b.log("config").unlink(missing_ok=True)
+        kernel.configure(b)
+
+
+def check_bisect(src: Path, patches_dir: Path, entries: list, rep: Report,
+                 label_prefix: str = "") -> dict[str, list[str]]:
+    """git am the series in src, then build each commit's plan; one row per
+    patch and arch. Returns {patch: problems}."""
+    tree.apply_series(src, patches_dir, branch="check")
+    shas = _commits(src, len(entries))
+    plans = {e.path: plan_builds(touched_files((patches_dir / e.path).read_text()))
+             for e in entries}
+    configure_check_builds({a for p in plans.values() for a in p})
+    found = {}
+    for e, sha in zip(entries, shas):
+        for arch, plan in sorted(plans[e.path].items()):
+            log = paths.LOGS / f"check-{arch}-{Path(e.path).stem[:40]}.log"
+            log.unlink(missing_ok=True)
+            what = ", ".join(plan.targets + (["kvm selftests"] if plan.selftests else []))
+            say(f"check: {e.path} on {arch}: {what} (log {log})")
+            problems = build_one(src, sha, plan, log)
+            found.setdefault(e.path, []).extend(problems)
+            rep.add(f"{label_prefix}{e.path} builds alone on {arch}", problems)
+    return found
+
+
+def run(source: Path) -> Report:
+    """The whole check of patches/; source is the base (tarball or tree)."""
+    rep = Report()
+    entries = series.load(paths.PATCHES)
+    if not entries:
+        rep.add("the series is empty", [])
+        return rep
+    if not (paths.TREE / ".git").exists():
+        raise LabError(f"{paths.TREE} does not exist: run `make tree` first")
+    for rel, problems in check_style(paths.TREE, paths.PATCHES, entries).items():
+        rep.add(f"checkpatch --strict, subject, Signed-off-by: {rel}", problems)
+    rep.add("quilt push -a onto the extracted Debian source (debian/patches layout)",
+            check_quilt(source, paths.PATCHES, entries, paths.BUILD / "check-quilt"))
+    src = tree.ensure_worktree(paths.TREE, paths.CHECK_SRC, keep=True)
+    try:
+        check_bisect(src, paths.PATCHES, entries, rep)
+        rep.add("git am of the series onto the base", [])
+    except LabError as e:
+        rep.add("git am of the series onto the base", [str(e)])
+    b4 = paths.BUILD / "venv" / "bin" / "b4"
+    for topic in mail.topics():
+        label = f"make series {topic}: b4 reads it back, git send-email --dry-run takes it"
+        try:
+            out = mail.make_series(topic, 1, CHECK_IDENT, paths.BUILD / "check-series")
+            if not b4.exists():
+                raise LabError(f"{b4} not found (make venv installs b4)")
+            rep.add(label, mail.verify(out, str(b4), CHECK_IDENT))
+        except LabError as e:
+            rep.add(label, [str(e)])
+    self_check(src, rep)
+    return rep
+
+
+def self_check(src: Path, rep: Report) -> None:
+    """The checks must catch what they are for: run them on the fixtures."""
+    style_dir = FIXTURES / "style"
+    entries = series.load(style_dir)
+    found = check_style(paths.TREE, style_dir, entries)
+    missed = [e.path for e in entries if not found[e.path]]
+    rep.add("catches a mis-styled patch (fixture)",
+            [f"{p}: checkpatch found nothing" for p in missed])
+    build_dir = FIXTURES / "build"
+    entries = series.load(build_dir)
+    inner = Report()
+    found = check_bisect(src, build_dir, entries, inner, "fixture ")
+    culprit = entries[-1].path
+    wrong = [p for p, probs in found.items() if probs and p != culprit]
+    problems = []
+    if not found.get(culprit):
+        problems.append(f"{culprit} breaks the build, and the check passed it")
+    if wrong:
+        problems.append(f"blamed {', '.join(wrong)}, which build")
+    rep.add("catches a patch that breaks the build of a later one (fixture)", problems)

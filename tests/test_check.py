@@ -1,0 +1,80 @@
+from pathlib import Path
+
+import pytest
+
+from lab import check, series
+from lab.progress import LabError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "check"
+
+
+def test_touched_files_of_a_real_patch():
+    text = (FIXTURES / "build/fixture/0002-KVM-arm64-Add-stage2_fixture_needs_cmo.patch").read_text()
+    assert check.touched_files(text) == ["arch/arm64/kvm/hyp/pgtable.c"]
+
+
+def test_plan_builds_per_arch():
+    plans = check.plan_builds(["arch/arm64/kvm/hyp/pgtable.c",
+                               "arch/arm64/include/asm/kvm_pgtable.h"])
+    assert list(plans) == ["arm64"]
+    assert plans["arm64"].targets == ["arch/arm64/kvm/"]
+    assert plans["arm64"].w1_objects == ["arch/arm64/kvm/hyp/pgtable.o"]
+    # generic code concerns both arches; a C file outside KVM is built as its object
+    plans = check.plan_builds(["mm/vmscan.c", "include/linux/mmzone.h", "Documentation/x.rst"])
+    assert sorted(plans) == ["arm64", "x86_64"]
+    assert plans["x86_64"].targets == ["arch/x86/kvm/", "mm/vmscan.o"]
+    assert plans["x86_64"].w1_objects == ["mm/vmscan.o"]
+    # virt/kvm has no Makefile: its W=1 build goes through the arch's KVM dir
+    assert check.plan_builds(["virt/kvm/kvm_main.c"])["arm64"].w1_objects == ["arch/arm64/kvm/"]
+    # selftests: shared code builds for both arches, an arch folder for its own
+    plans = check.plan_builds(["tools/testing/selftests/kvm/lib/kvm_util.c"])
+    assert sorted(plans) == ["arm64", "x86_64"]
+    assert plans["arm64"].selftests and plans["arm64"].targets == ["headers"]
+    plans = check.plan_builds(["tools/testing/selftests/kvm/x86_64/nx_huge_pages_test.c"])
+    assert list(plans) == ["x86_64"]
+    assert check.plan_builds(["arch/riscv/kvm/mmu.c", "Documentation/virt/kvm/api.rst"]) == {}
+
+
+def test_warnings_are_kept_only_for_touched_files():
+    log = """\
+../arch/arm64/kvm/hyp/pgtable.c:1470:6: warning: variable 'x' set but not used [-Wunused-but-set-variable]
+../arch/arm64/kvm/mmu.c:12:1: warning: no previous prototype for 'f' [-Wmissing-prototypes]
+/work/main/build/check-src/tools/testing/selftests/kvm/dirty_log_perf_test.c:40:2: warning: unused variable 'y'
+../arch/arm64/kvm/hyp/pgtable.c:1471:6: error: 'z' undeclared
+"""
+    got = check.warnings_in(log, ["arch/arm64/kvm/hyp/pgtable.c",
+                                  "tools/testing/selftests/kvm/dirty_log_perf_test.c"])
+    assert [g.split(":")[0] for g in got] == ["../arch/arm64/kvm/hyp/pgtable.c",
+                                              "/work/main/build/check-src/tools/testing/"
+                                              "selftests/kvm/dirty_log_perf_test.c"]
+
+
+CHECKPATCH = """\
+WARNING:LONG_LINE: line length of 104 exceeds 100 columns
+#30: FILE: arch/arm64/kvm/hyp/pgtable.c:1512:
+CHECK:SPACING: spaces preferred around that '==' (ctx:VxV)
+ERROR:MISSING_SIGN_OFF: Missing Signed-off-by: line(s)
+"""
+GOOD = "Subject: [PATCH] KVM: arm64: Do a thing\n\nSigned-off-by: A B <a@b.example>\n---\n"
+
+
+def test_style_findings_waivers_subject_and_signoff():
+    waivers = check.parse_waivers("# why\narm64-*/0001-* LONG_LINE the table in the message\n",
+                                  "waivers")
+    got = check.style_problems("arm64-x/0001-a.patch", GOOD, CHECKPATCH, waivers)
+    assert got == ["CHECK:SPACING: spaces preferred around that '==' (ctx:VxV)",
+                   "ERROR:MISSING_SIGN_OFF: Missing Signed-off-by: line(s)"]
+    assert check.style_problems("t/0001-a.patch", GOOD, "", []) == []
+    bad = check.style_problems("t/0001-a.patch", "Subject: [PATCH] fix stuff\n", "", [])
+    assert bad[0].startswith("subject 'fix stuff' does not start with an upstream prefix")
+    assert bad[1] == "no Signed-off-by"
+    with pytest.raises(LabError, match="waivers:1: a waiver is"):
+        check.parse_waivers("only-a-glob\n", "waivers")
+
+
+def test_fixture_series_are_well_formed():
+    # make check runs these; each must name files that exist, in order
+    assert [e.path for e in series.load(FIXTURES / "build")] == [
+        "fixture/0001-KVM-arm64-Rename-kvm_pgtable_walk_skip_cmo.patch",
+        "fixture/0002-KVM-arm64-Add-stage2_fixture_needs_cmo.patch"]
+    assert len(series.load(FIXTURES / "style")) == 1
