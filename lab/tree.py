@@ -224,6 +224,9 @@ def export(tree: Path, patches_dir: Path) -> list[str]:
 
 def unexported(tree: Path, patches_dir: Path) -> list[str]:
     """What in tree that patches/ does not hold: dirty files, commits not exported."""
+    # A reset or checkout in the tree restores Debian's "/*" line, which
+    # would hide new files from the status below.
+    _unhide_toplevel(tree)
     problems = [f"uncommitted: {ln}" for ln in
                 git(tree, "status", "--porcelain").splitlines() if ln.strip()]
     for rel, text, subject in render_patches(tree):

@@ -1,0 +1,64 @@
+import subprocess
+
+import pytest
+
+from lab import mail
+from lab.progress import LabError
+
+PATCH = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: kvm-mmu-series <kvm-mmu-series@users.noreply.invalid>
+Subject: KVM: arm64: Do a thing
+
+Because.
+
+Reviewed-by: Someone Else <else@example.org>
+Signed-off-by: kvm-mmu-series <kvm-mmu-series@users.noreply.invalid>
+---
+ a.c | 1 +
+"""
+
+
+def test_resign_puts_the_sender_in_from_and_signed_off_by():
+    out = mail.resign(PATCH, "Ann Sender", "ann@example.org")
+    assert "From: Ann Sender <ann@example.org>\n" in out
+    assert "Signed-off-by: Ann Sender <ann@example.org>\n---\n" in out
+    assert "kvm-mmu-series@" not in out
+    assert "Reviewed-by: Someone Else <else@example.org>" in out
+
+
+def test_cover_letter_fills_git_s_template():
+    subject, body = mail.cover_parts("Subject: [PATCH 0/3] KVM: arm64: Skip it\n\nWhy.\n\nHow.\n")
+    assert (subject, body) == ("KVM: arm64: Skip it", "Why.\n\nHow.\n")
+    template = "Subject: [PATCH 0/3] *** SUBJECT HERE ***\n\n*** BLURB HERE ***\n\nA (3):\n"
+    assert mail.fill_cover(template, subject, body) == (
+        "Subject: [PATCH 0/3] KVM: arm64: Skip it\n\nWhy.\n\nHow.\n\nA (3):\n")
+    with pytest.raises(LabError, match="template markers"):
+        mail.fill_cover("Subject: x\n", subject, body)
+
+
+def test_get_maintainer_roles_split_to_and_cc():
+    out = """\
+Marc Zyngier <maz@kernel.org> (maintainer:KERNEL VIRTUAL MACHINE FOR ARM64 (KVM/arm64))
+Joey Gouly <joey.gouly@arm.com> (reviewer:KERNEL VIRTUAL MACHINE FOR ARM64 (KVM/arm64))
+Paolo Bonzini <pbonzini@redhat.com> (supporter:KERNEL VIRTUAL MACHINE (KVM))
+kvmarm@lists.linux.dev (open list:KERNEL VIRTUAL MACHINE FOR ARM64 (KVM/arm64))
+Marc Zyngier <maz@kernel.org> (maintainer:ANOTHER ENTRY)
+"""
+    to, cc = mail.split_roles(out)
+    assert to == ["Marc Zyngier <maz@kernel.org>", "Paolo Bonzini <pbonzini@redhat.com>"]
+    assert cc == ["Joey Gouly <joey.gouly@arm.com>", "kvmarm@lists.linux.dev"]
+
+
+def test_a_missing_identity_says_what_to_set(tmp_path, monkeypatch):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    with pytest.raises(LabError, match="git config --global user.name 'Your Name'"):
+        mail.sender_identity(tmp_path)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Ann Sender")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "ann@example.org")
+    assert mail.sender_identity(tmp_path) == ("Ann Sender", "ann@example.org")
