@@ -336,7 +336,7 @@ def self_check(src: Path, rep: Report) -> None:
     missed = [e.path for e in entries if not found[e.path]]
     rep.add("catches a mis-styled patch (fixture)",
             [f"{p}: checkpatch found nothing" for p in missed])
-    build_dir = FIXTURES / "build"
+    build_dir = FIXTURES / "bisect"
     entries = series.load(build_dir)
     inner = Report()
     found = check_bisect(src, build_dir, entries, inner, "fixture ")

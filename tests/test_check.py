@@ -9,7 +9,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "check"
 
 
 def test_touched_files_of_a_real_patch():
-    text = (FIXTURES / "build/fixture/0002-KVM-arm64-Add-stage2_fixture_needs_cmo.patch").read_text()
+    text = (FIXTURES / "bisect/fixture/0002-KVM-arm64-Add-stage2_fixture_needs_cmo.patch").read_text()
     assert check.touched_files(text) == ["arch/arm64/kvm/hyp/pgtable.c"]
 
 
@@ -74,7 +74,7 @@ def test_style_findings_waivers_subject_and_signoff():
 
 def test_fixture_series_are_well_formed():
     # make check runs these; each must name files that exist, in order
-    assert [e.path for e in series.load(FIXTURES / "build")] == [
+    assert [e.path for e in series.load(FIXTURES / "bisect")] == [
         "fixture/0001-KVM-arm64-Rename-kvm_pgtable_walk_skip_cmo.patch",
         "fixture/0002-KVM-arm64-Add-stage2_fixture_needs_cmo.patch"]
     assert len(series.load(FIXTURES / "style")) == 1
