@@ -182,13 +182,20 @@ def check_style(src: Path, patches_dir: Path, entries: list) -> dict[str, list[s
     out = {}
     for e in entries:
         f = patches_dir / e.path
+        # Debian's python3 first: checkpatch runs scripts/spdxcheck.py on new
+        # files, which needs python3-ply (apt-packages.txt).
+        env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
         proc = subprocess.run(["perl", str(src / "scripts/checkpatch.pl"), "--strict",
                                "--show-types", "--no-summary", "--color=never", str(f)],
-                              cwd=src, capture_output=True, text=True)
+                              cwd=src, capture_output=True, text=True, env=env)
         out[e.path] = style_problems(e.path, f.read_text(), proc.stdout, waivers)
-        if proc.returncode != 0 and not out[e.path]:
-            out[e.path] = [f"checkpatch exited {proc.returncode}: "
-                           + (proc.stderr.strip().splitlines() or ["(no message)"])[-1]]
+        # It exits 1 for any finding, waived or not; with none, it failed to run.
+        if proc.returncode != 0 and not checkpatch_findings(proc.stdout):
+            out[e.path].append(f"checkpatch exited {proc.returncode}: "
+                               + (proc.stderr.strip().splitlines() or ["(no message)"])[-1])
+        if "Traceback" in proc.stderr:
+            out[e.path].append("a checkpatch helper failed: "
+                               + proc.stderr.strip().splitlines()[-1])
     return out
 
 
