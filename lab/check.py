@@ -346,7 +346,7 @@ def self_check(src: Path, rep: Report) -> None:
     build_dir = FIXTURES / "bisect"
     entries = series.load(build_dir)
     inner = Report()
-    found = check_bisect(src, build_dir, entries, inner, "fixture ")
+    found = check_bisect(src, build_dir, entries, inner, "self-test, ")
     culprit = entries[-1].path
     wrong = [p for p, probs in found.items() if probs and p != culprit]
     problems = []
