@@ -184,3 +184,27 @@ def test_report_has_a_table_per_pair_of_sides():
     assert "| x/disable | disable |  | 4.1000 ± 0.1414 (2) | 3.0500 ± 0.0707 (2) | -25.6 % |" in text
     assert "| scenario | metric | case | vanilla mean ± sd (n) | patched mean ± sd (n) |" in text
     assert "| x/kernels | - | - | - | - | - | no data |" in text
+
+
+# One line of each format the scenarios of bench/ read, as the guest's
+# console printed them (carriage returns included), with its value.
+REAL_LINES = {
+    "Enabling dirty logging time: 0.014101376s\r\n": 0.014101376,
+    "Iteration 2 clear dirty log time: 0.005670896s\r\n": 0.005670896,
+    "Iteration 1 dirty memory time: 0.400892656s\r\n": 0.400892656,
+    "Disabling dirty logging time: 0.000606592s\r\n": 0.000606592,
+    "Populating memory             : 0.081057655s\r\n": 0.081057655,
+    "Executing from memory         : 0.842189463s\r\n": 0.842189463,
+}
+
+
+def test_every_metric_of_bench_reads_a_real_line():
+    console = [f"{bench.BEGIN} k\n", *REAL_LINES, f"{bench.END} k rc=0\n"]
+    lines, rc = bench.split_console(console)["k"]
+    assert rc == 0
+    for sc in scenarios.load_all():
+        got = scenarios.read_metrics(sc, lines)
+        for m in sc.metrics:
+            # group_by lines are absent here, so every value is in group ""
+            values = got.get((m.name, ""), [])
+            assert len(values) == 1 and values[0] in REAL_LINES.values(), (sc.key, m.name, values)
