@@ -35,6 +35,18 @@ def busybox(debian_arch: str) -> Path:
     return cached
 
 
+# A failed test runs once more, at most one per boot; the host decides what
+# the second run means (testlist.py, [[flaky]]).
+RUN_TEST = r"""run_test() {
+	"$@" | tee /tmp/lab-run
+	if [ ! -e /tmp/lab-retried ] && grep -q '^not ok' /tmp/lab-run; then
+		touch /tmp/lab-retried
+		echo "LAB-RETRY $(sed -n 's/^not ok [0-9]* selftests: [^:]*: \([^ ]*\).*/\1/p' /tmp/lab-run)"
+		"$@"
+	fi
+}"""
+
+
 def boot_script(tests: TestList, boot: str) -> str:
     """Shell lines that run each test of the boot with kselftest's runner.
 
@@ -43,10 +55,11 @@ def boot_script(tests: TestList, boot: str) -> str:
     the host reports them from the list. Tests are numbered from 1, and
     lab.from=<n> on the command line starts at the n-th (a resumed boot).
     """
-    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}",
+    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}", RUN_TEST,
              "from=$(sed -n 's/.*lab\\.from=\\([0-9]*\\).*/\\1/p' /proc/cmdline)"]
     for n, t in enumerate(runnable(tests, boot), 1):
-        lines.append(f"[ {n} -lt \"${{from:-1}}\" ] || {t.args_var}={shlex.quote(t.args)} "
+        lines.append(f"[ {n} -lt \"${{from:-1}}\" ] || run_test env "
+                     f"{t.args_var}={shlex.quote(t.args)} "
                      f"./run_kselftest.sh -o {t.timeout} -t kvm:{t.name}")
     return "\n".join(lines) + "\n"
 

@@ -6,6 +6,7 @@ so the reader keeps only result lines and "# selftests: <dir>: <test>"
 headers, and keys results by test basename.
 """
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 RESULT_RE = re.compile(r"^(not ok|ok) (\d+) (?:selftests: [^:]+: )?(\S+)(?:\s+#\s*(.*))?$")
@@ -14,6 +15,8 @@ HEADER_RE = re.compile(r"^# selftests: [^:]+: (\S+)$")
 TIMESTAMP_RE = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 
 PASS, FAIL, SKIP, TIMEOUT, NOT_RUN = "pass", "fail", "skip", "timeout", "not run"
+# Failed, then passed when run again, and the failure is a known emulation flake.
+FLAKY = "flaky"
 
 
 @dataclass(frozen=True)
@@ -46,14 +49,34 @@ def parse_result(line: str) -> Result | None:
     return Result(name, FAIL, directive)
 
 
-def parse(lines) -> dict[str, Result]:
-    """Test basename -> its result, from every TAP block in the console."""
-    results = {}
+@dataclass(frozen=True)
+class Run:
+    """One run of a test: its result and the console lines between its
+    header and its result line (its output, and kernel messages meanwhile)."""
+    result: Result
+    output: tuple[str, ...]
+
+    def tail(self, n: int = 25) -> str:
+        return "\n".join("    | " + ln for ln in self.output[-n:] or ["(no output)"])
+
+
+def runs(lines) -> dict[str, list[Run]]:
+    """Test basename -> every run of it, in console order (a test run again
+    after a failure has two)."""
+    found = defaultdict(list)
+    output = []
     for line in lines:
+        line = clean(line)
+        if header_test(line):
+            output = []
+            continue
         r = parse_result(line)
         if r:
-            results[r.name] = r
-    return results
+            found[r.name].append(Run(r, tuple(output)))
+            output = []
+        elif line.strip() not in ("TAP version 13", "1..1", "#"):
+            output.append(line)
+    return dict(found)
 
 
 def header_test(line: str) -> str | None:
@@ -68,6 +91,9 @@ def render(rows: list[tuple[str, Result]]) -> str:
     for i, (label, r) in enumerate(rows, 1):
         if r.status == PASS:
             out.append(f"ok {i} {label}")
+            counts[PASS] += 1
+        elif r.status == FLAKY:
+            out.append(f"ok {i} {label} # flaky: {r.detail}")
             counts[PASS] += 1
         elif r.status == SKIP:
             out.append(f"ok {i} {label} # SKIP {r.detail}".rstrip())

@@ -3,13 +3,18 @@
 A list has boots (a kernel command line each) and tests (arguments sized for
 TCG, a timeout, the boots they run in). A test that cannot pass under TCG stays
 in the list with `skip = "reason"`: it is reported as skipped, never dropped.
+
+The guest runs a failed test once more. `[[flaky]]` entries name the failures
+that emulation causes now and then (a regex over the failed run's result and
+output, and the measurement that showed it): only such a failure followed by a
+pass counts as a pass, reported as flaky; any other failure stands.
 """
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths
+from lab import ktap, paths
 from lab.progress import LabError
 
 
@@ -41,17 +46,34 @@ class Test:
 
 
 @dataclass(frozen=True)
+class Flaky:
+    match: str         # regex searched in the result's directive and the run's output
+    why: str
+
+    def matches(self, run: ktap.Run) -> bool:
+        return any(re.search(self.match, ln)
+                   for ln in (run.result.detail or run.result.status, *run.output))
+
+
+@dataclass(frozen=True)
 class TestList:
     arch: str
     boots: tuple[Boot, ...]
     tests: tuple[Test, ...]
+    flaky: tuple[Flaky, ...] = ()
+
+    def known_flake(self, run: ktap.Run) -> Flaky | None:
+        """The [[flaky]] entry a failed run matches, if any."""
+        return next((f for f in self.flaky if f.matches(run)), None)
 
     def tests_for(self, boot: str) -> list[Test]:
         return [t for t in self.tests if boot in t.boots]
 
     def budget(self, boot: str, boot_overhead: int) -> int:
-        """Host watchdog budget for one boot: every test may use its timeout."""
-        return boot_overhead + sum(t.timeout + 5 for t in self.tests_for(boot) if not t.skip)
+        """Host watchdog budget for one boot: every test may use its timeout,
+        and one of them (the guest retries once per boot) twice."""
+        timeouts = [t.timeout + 5 for t in self.tests_for(boot) if not t.skip]
+        return boot_overhead + sum(timeouts) + max(timeouts, default=0)
 
 
 def parse(text: str, arch: str, origin: str) -> TestList:
@@ -84,7 +106,16 @@ def parse(text: str, arch: str, origin: str) -> TestList:
     keys = [(t.basename, b) for t in tests for b in t.boots]
     if len(set(keys)) != len(keys):
         raise LabError(f"{origin}: a test appears twice in one boot")
-    return TestList(arch, boots, tuple(tests))
+    flaky = []
+    for i, f in enumerate(data.get("flaky", []), 1):
+        if not f.get("match") or not f.get("why"):
+            raise LabError(f"{origin}: flaky #{i} needs a match (regex) and a why")
+        try:
+            re.compile(f["match"])
+        except re.error as e:
+            raise LabError(f"{origin}: flaky #{i}: bad regex {f['match']!r}: {e}") from e
+        flaky.append(Flaky(f["match"], " ".join(f["why"].split())))
+    return TestList(arch, boots, tuple(tests), tuple(flaky))
 
 
 def load(arch: str, directory: Path = paths.TESTLISTS) -> TestList:

@@ -31,23 +31,56 @@ class BootReport:
     peak_rss_kib: int = 0
 
 
-def account(tl: testlist.TestList, boot: str, results: dict, why_missing: str) -> list:
-    rows = []
+def judge_runs(tl: testlist.TestList, label: str, runs: list) -> tuple:
+    """(result, note) of one test from its runs in the guest, which runs a
+    failed test once more: a known emulation flake ([[flaky]]) followed by a
+    pass is a flaky pass, with a note that keeps the failure; any other
+    failure stands, and says what the second run did."""
+    first = runs[0].result
+    if not first.failed or len(runs) == 1:
+        return first, ""
+    again = runs[1].result
+    flake = tl.known_flake(runs[0])
+    if flake and not again.failed:
+        why = first.detail or first.status
+        return (ktap.Result(first.name, ktap.FLAKY, f"{why}, then passed when run again"),
+                f"{label}: failed ({why}) and passed when run again; a known emulation "
+                f"flake: {flake.why}\n  first run's last lines:\n{runs[0].tail()}")
+    return (ktap.Result(first.name, first.status,
+                        f"{first.detail}; run again: {again.detail or again.status}".lstrip("; ")),
+            "")
+
+
+def account(tl: testlist.TestList, boot: str, runs: dict, why_missing: str) -> tuple:
+    """(rows, notes, problems): one KTAP row per test of the boot."""
+    rows, notes, problems = [], [], []
     for t in tl.tests_for(boot):
         label = f"{tl.arch}/{boot}: {t.name}"
         if t.skip:
             r = ktap.Result(t.basename, ktap.SKIP, t.skip)
+        elif t.basename not in runs:
+            r = ktap.Result(t.basename, ktap.NOT_RUN, why_missing)
         else:
-            r = results.get(t.basename) or ktap.Result(t.basename, ktap.NOT_RUN, why_missing)
+            r, note = judge_runs(tl, label, runs[t.basename])
+            if note:
+                notes.append(note)
             if t.must_run and r.status == ktap.SKIP:
                 r = ktap.Result(t.basename, ktap.FAIL, "skipped, but the list says it must run")
+            elif r.failed:
+                problems.append(f"{label}: {r.detail or r.status}; last lines of its (first) "
+                                f"run:\n{runs[t.basename][0].tail()}")
         rows.append((label, r))
-    return rows
+    return rows, notes, problems
+
+
+def merge_runs(earlier: dict, later: dict) -> dict:
+    return {name: earlier.get(name, []) + later.get(name, [])
+            for name in dict.fromkeys([*earlier, *later])}
 
 
 def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log,
                earlier: dict | None = None) -> BootReport:
-    """earlier: results of a first boot that this one resumed."""
+    """earlier: the runs of a first boot that this one resumed."""
     rep = BootReport(f"{tl.arch}/{boot}", log=str(log), seconds=con.seconds,
                      peak_rss_kib=con.peak_rss_kib)
     if con.outcome == qemu.KILLED:
@@ -66,7 +99,11 @@ def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log,
     for s in splat.scan(con.lines):
         ctx = "\n".join("    | " + c for c in s.context)
         rep.problems.append(f"{rep.label}: kernel splat while {s.test} ran: {s.line}\n{ctx}")
-    rep.rows = account(tl, boot, (earlier or {}) | ktap.parse(con.lines), missing)
+    rows, notes, problems = account(tl, boot, merge_runs(earlier or {}, ktap.runs(con.lines)),
+                                    missing)
+    rep.rows = rows
+    rep.notes += notes
+    rep.problems += problems
     return rep
 
 
@@ -75,6 +112,9 @@ def _progress(label: str):
         name = ktap.header_test(line)
         if name:
             say(f"  {label}: {name} ...")
+            return
+        if ktap.clean(line).startswith("LAB-RETRY "):
+            say(f"  {label}: {ktap.clean(line).split()[-1]} failed; running it once more")
             return
         r = ktap.parse_result(line)
         if r:
@@ -94,7 +134,7 @@ def unexplained_end(con: qemu.Console) -> bool:
 
 def resume_point(tl: testlist.TestList, boot: str, con: qemu.Console) -> int:
     """1-based index (lab.from=) of the first runnable test without a result."""
-    done = ktap.parse(con.lines)
+    done = ktap.runs(con.lines)
     for n, t in enumerate(initramfs.runnable(tl, boot), 1):
         if t.basename not in done:
             return n
@@ -129,9 +169,8 @@ def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot) -> Bo
         say(f"boot {label}: {con.outcome} without a kernel message; resuming at {rest}")
         log2 = paths.LOGS / f"boot-{b.name}-{boot.name}-resumed.log"
         con2 = _boot_once(b, tl, initrd, boot, label, f"lab.from={start}", log2)
-        rep2 = judge_boot(tl, boot.name, con2, log2, earlier=ktap.parse(con.lines))
-        rep.rows, rep.problems = rep2.rows, rep2.problems
-        rep.notes.append(note)
+        rep2 = judge_boot(tl, boot.name, con2, log2, earlier=ktap.runs(con.lines))
+        rep.rows, rep.problems, rep.notes = rep2.rows, rep2.problems, [note, *rep2.notes]
         rep.seconds += con2.seconds
         rep.peak_rss_kib = max(rep.peak_rss_kib, con2.peak_rss_kib)
         con = con2

@@ -32,8 +32,9 @@ def test_parse_defaults_and_boots():
     nx = tl.tests[1]
     assert (nx.basename, nx.timeout, nx.boots) == ("nx_huge_pages_test.sh", 180, ("tdp",))
     assert tl.tests[0].timeout == 60
-    # skipped tests take no time from the watchdog budget
-    assert tl.budget("tdp", 90) == 90 + 65 + 185
+    # skipped tests take no time from the watchdog budget; the longest test
+    # may run twice (the guest's one retry per boot)
+    assert tl.budget("tdp", 90) == 90 + 65 + 185 + 185
 
 
 def test_args_variable_matches_kselftest_runner():
@@ -45,7 +46,8 @@ def test_args_variable_matches_kselftest_runner():
 def test_boot_script_runs_each_test_with_its_args_and_timeout():
     tl = testlist.parse(LIST, "x86_64", "t")
     script = initramfs.boot_script(tl, "tdp")
-    assert "KSELFTEST_DIRTY_LOG_TEST_ARGS='-i 3' ./run_kselftest.sh -o 60 -t kvm:dirty_log_test" in script
+    assert ("run_test env KSELFTEST_DIRTY_LOG_TEST_ARGS='-i 3' ./run_kselftest.sh -o 60 "
+            "-t kvm:dirty_log_test") in script
     assert "-o 180 -t kvm:nx_huge_pages_test.sh" in script
     assert "hardware_disable_test" not in script
 
@@ -55,6 +57,8 @@ def test_boot_script_runs_each_test_with_its_args_and_timeout():
     ('[[boot]]\nname="a"\n[[test]]\nname="x"\nargz="-i 1"\n', "unknown keys"),
     ('[[test]]\nname="x"\n', "no \\[\\[boot\\]\\]"),
     ('[[boot]]\nname="a"\n[[test]]\nname="x"\n[[test]]\nname="x"\n', "twice"),
+    ('[[boot]]\nname="a"\n[[flaky]]\nmatch="SHUTDOWN"\n', "needs a match .regex. and a why"),
+    ('[[boot]]\nname="a"\n[[flaky]]\nmatch="(x"\nwhy="y"\n', "bad regex"),
 ])
 def test_bad_lists_are_refused(bad, msg):
     with pytest.raises(LabError, match=msg):
@@ -90,7 +94,57 @@ def test_boot_script_resumes_from_the_numbered_test(tmp_path, cmdline, ran):
     runner = tmp_path / "run_kselftest.sh"
     runner.write_text('#!/bin/sh\necho "$4"\n')
     runner.chmod(0o755)
-    script = initramfs.boot_script(tl, "tdp").replace("/proc/cmdline", str(tmp_path / "cmdline"))
-    out = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                         check=True).stdout
-    assert out.split() == [f"kvm:{t}" for t in ran]
+    assert guest_sh(tl, tmp_path).split() == [f"kvm:{t}" for t in ran]
+
+
+def guest_sh(tl, tmp_path, boot="tdp"):
+    """Run the boot script with sh, with /proc/cmdline and /tmp in tmp_path."""
+    script = (initramfs.boot_script(tl, boot).replace("/tmp/", f"{tmp_path}/")
+              .replace("/proc/cmdline", str(tmp_path / "cmdline")))
+    return subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_a_failed_test_runs_once_more_at_most_once_per_boot(tmp_path):
+    tl = testlist.parse(LIST, "x86_64", "t")
+    (tmp_path / "cmdline").write_text("lab.boot=tdp\n")
+    # every test fails the first time it runs and passes after
+    runner = tmp_path / "run_kselftest.sh"
+    runner.write_text('#!/bin/sh\nt=${4#kvm:}\n'
+                      'if [ -e "ran-$t" ]; then echo "ok 1 selftests: kvm: $t"; '
+                      'else touch "ran-$t"; echo "not ok 1 selftests: kvm: $t # exit=1"; fi\n')
+    runner.chmod(0o755)
+    assert guest_sh(tl, tmp_path).splitlines() == [
+        "not ok 1 selftests: kvm: dirty_log_test # exit=1",
+        "LAB-RETRY dirty_log_test",
+        "ok 1 selftests: kvm: dirty_log_test",
+        # the boot's one retry is used up
+        "not ok 1 selftests: kvm: nx_huge_pages_test.sh # exit=1"]
+
+
+GUEST_TIMEOUT = initramfs.GUEST_FILES / "timeout"
+
+
+def guest_timeout(*argv):
+    return subprocess.run(["sh", str(GUEST_TIMEOUT), *argv], capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_guest_timeout_passes_the_exit_code_through():
+    assert guest_timeout("10", "sh", "-c", "exit 3").returncode == 3
+    # the runner's outer call leaves the limit to the inner one
+    out = guest_timeout("--foreground", "10", "sh", str(GUEST_TIMEOUT), "10", "echo", "hi")
+    assert (out.returncode, out.stdout) == (0, "hi\n")
+
+
+def test_guest_timeout_reports_where_a_hung_test_is_then_kills_it():
+    out = guest_timeout("1", "sh", "-c", "sleep 20; echo not killed")
+    assert out.returncode == 124      # GNU timeout's code: the runner's "# TIMEOUT"
+    lines = out.stdout.splitlines()
+    assert lines[0] == "LAB-HANG: sh -c sleep 20; echo not killed still running after 1 s; " \
+                       "kernel stacks of its threads:"
+    # the test and its child, each with its state and where it waits
+    threads = [ln for ln in lines if ln.startswith("LAB-HANG: thread ")]
+    assert [t.split()[3] for t in threads] == ["(sh)", "(sleep)"]
+    assert "KVM statistics that changed in 1 s" in out.stdout
+    assert "\nnot killed" not in out.stdout
