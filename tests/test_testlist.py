@@ -2,7 +2,7 @@ import subprocess
 
 import pytest
 
-from lab import initramfs, profile, testlist
+from lab import initramfs, ktap, profile, testlist
 from lab.progress import LabError
 
 LIST = """
@@ -148,3 +148,31 @@ def test_guest_timeout_reports_where_a_hung_test_is_then_kills_it():
     assert [t.split()[3] for t in threads] == ["(sh)", "(sleep)"]
     assert "KVM statistics that changed in 1 s" in out.stdout
     assert "\nnot killed" not in out.stdout
+
+
+# Real lines of this session's loops (TDP MMU, 2026-11-23): a hang as
+# lab/guest/timeout reports it, and a vCPU shutdown.
+HANG_REPORT = (
+    "# LAB-HANG: ./dirty_log_perf_test -b 64M -v 2 -i 2 still running after 40 s; "
+    "kernel stacks of its threads:",
+    "# LAB-HANG: thread 2174 (dirty_log_perf_) state R wchan 0",
+    "# LAB-HANG:   [<0>] kvm_arch_vcpu_ioctl_run+0xf92/0x20b0",
+    "# LAB-HANG: KVM statistics that changed in 1 s (VM/stat before after):",
+    "# LAB-HANG:   2170-6/exits 667630 728963",
+    "# LAB-HANG:   2170-6/insn_emulation 658142 719471",
+    "# LAB-HANG:   2170-6/pf_guest 673983 739702")
+SHUTDOWN = ("#   dirty_log_perf_test.c:110: get_ucall(vcpu, NULL) == UCALL_SYNC",
+            "#   Invalid guest sync status: exit_reason=SHUTDOWN")
+
+
+@pytest.mark.parametrize("detail, output, flaky", [
+    ("TIMEOUT 120 seconds", HANG_REPORT, True),
+    ("exit=254", SHUTDOWN, True),
+    # a hang without emulation (e.g. a deadlock in KVM) is not the known flake
+    ("TIMEOUT 120 seconds", HANG_REPORT[:3], False),
+    ("exit=254", ("#   nx_split_on_fault_test.c:80: 4K mappings grew by 0",), False),
+])
+def test_x86_flakes_are_recognised_in_real_output(detail, output, flaky):
+    tl = testlist.load("x86_64")
+    run = ktap.Run(ktap.Result("dirty_log_perf_test", ktap.FAIL, detail), output)
+    assert (tl.known_flake(run) is not None) == flaky
