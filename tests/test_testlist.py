@@ -1,3 +1,4 @@
+import os
 import subprocess
 
 import pytest
@@ -108,11 +109,13 @@ def guest_sh(tl, tmp_path, boot="tdp"):
 def test_a_failed_test_runs_once_more_at_most_once_per_boot(tmp_path):
     tl = testlist.parse(LIST, "x86_64", "t")
     (tmp_path / "cmdline").write_text("lab.boot=tdp\n")
-    # every test fails the first time it runs and passes after
+    # every test fails the first time it runs and passes after; like the
+    # guest's timeout wrapper, the runner leaves the exit code in lab-test-rc
     runner = tmp_path / "run_kselftest.sh"
     runner.write_text('#!/bin/sh\nt=${4#kvm:}\n'
-                      'if [ -e "ran-$t" ]; then echo "ok 1 selftests: kvm: $t"; '
-                      'else touch "ran-$t"; echo "not ok 1 selftests: kvm: $t # exit=1"; fi\n')
+                      'if [ -e "ran-$t" ]; then echo "ok 1 selftests: kvm: $t"; echo 0 > lab-test-rc; '
+                      'else touch "ran-$t"; echo "not ok 1 selftests: kvm: $t # exit=1"; '
+                      'echo 1 > lab-test-rc; fi\n')
     runner.chmod(0o755)
     assert guest_sh(tl, tmp_path).splitlines() == [
         "not ok 1 selftests: kvm: dirty_log_test # exit=1",
@@ -125,21 +128,25 @@ def test_a_failed_test_runs_once_more_at_most_once_per_boot(tmp_path):
 GUEST_TIMEOUT = initramfs.GUEST_FILES / "timeout"
 
 
-def guest_timeout(*argv):
+def guest_timeout(*argv, tmp=None):
+    env = {**os.environ, "TMPDIR": str(tmp)} if tmp else None
     return subprocess.run(["sh", str(GUEST_TIMEOUT), *argv], capture_output=True, text=True,
-                          timeout=30)
+                          timeout=30, env=env)
 
 
-def test_guest_timeout_passes_the_exit_code_through():
-    assert guest_timeout("10", "sh", "-c", "exit 3").returncode == 3
+def test_guest_timeout_passes_the_exit_code_through(tmp_path):
+    assert guest_timeout("10", "sh", "-c", "exit 3", tmp=tmp_path).returncode == 3
+    # and leaves it for the boot script's run_test
+    assert (tmp_path / "lab-test-rc").read_text() == "3\n"
     # the runner's outer call leaves the limit to the inner one
     out = guest_timeout("--foreground", "10", "sh", str(GUEST_TIMEOUT), "10", "echo", "hi")
     assert (out.returncode, out.stdout) == (0, "hi\n")
 
 
-def test_guest_timeout_reports_where_a_hung_test_is_then_kills_it():
-    out = guest_timeout("1", "sh", "-c", "sleep 20; echo not killed")
+def test_guest_timeout_reports_where_a_hung_test_is_then_kills_it(tmp_path):
+    out = guest_timeout("1", "sh", "-c", "sleep 20; echo not killed", tmp=tmp_path)
     assert out.returncode == 124      # GNU timeout's code: the runner's "# TIMEOUT"
+    assert (tmp_path / "lab-test-rc").read_text() == "124\n"
     lines = out.stdout.splitlines()
     assert lines[0] == "LAB-HANG: sh -c sleep 20; echo not killed still running after 1 s; " \
                        "kernel stacks of its threads:"
