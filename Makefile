@@ -1,6 +1,7 @@
 # kvm-mmu-series: the front door. Every target is a thin call into lab/.
 #
-#   make test                      pytest + make check + build, boot and selftest each arch
+#   make test [TEST_ARCH=..] [TEST_JOBS=n]   pytest + make check + build, boot and selftest
+#                                  each arch (check and arches side by side, n at once)
 #   make check                     checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
 #   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
@@ -70,7 +71,7 @@ series: tree
 
 # The README's test command, which .ci/run calls (make check runs inside it).
 test: deps venv pytest tree
-	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH))
+	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) $(if $(TEST_JOBS),--jobs $(TEST_JOBS))
 
 bench: deps venv tree
 	@$(VLAB) bench --level $(BENCH) $(foreach s,$(SCENARIO),--scenario $(s))

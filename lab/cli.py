@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from lab import (base, bench, check, deps, kernel, ktap, mail, paths, profile, scenarios,
-                 selftests, testrun, tree)
+from lab import (base, bench, check, deps, kernel, ktap, lanes, mail, paths, profile,
+                 scenarios, selftests, testlist, testrun, tree)
 from lab.progress import LabError, say
 
 
@@ -87,6 +87,7 @@ def _print_reports(reports: list, kind: str) -> int:
     (out / "ktap.txt").write_text(text)
     (out / "summary.json").write_text(json.dumps([
         {"boot": r.label, "seconds": round(r.seconds, 1), "qemu_peak_rss_kib": r.peak_rss_kib,
+         "qemu_cpu_seconds": round(r.cpu_seconds, 1),
          "console_log": r.log, "problems": r.problems, "notes": r.notes,
          "tests": [{"name": lbl, "status": res.status, "detail": res.detail}
                    for lbl, res in r.rows]} for r in reports], indent=2) + "\n")
@@ -114,20 +115,31 @@ def cmd_series(args):
     print(f"{out}: send with git send-email {out}/*.patch (check first with --dry-run)")
 
 
+def _test_arch(arch: str, args) -> list:
+    prof = profile.load(arch)
+    try:
+        return testrun.run_arch(prof, args.variant, not args.no_debug, args.boot)
+    except LabError as e:
+        rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
+        rep.rows.append((f"{arch}: build, selftests and initramfs",
+                         ktap.Result("build", ktap.FAIL, "see the error above")))
+        say(f"error: {e}")
+        return [rep]
+
+
 def cmd_test(args):
     arches = args.arch or profile.arches()
-    reports = [] if args.no_check else [_check_report()]
-    for arch in arches:
-        prof = profile.load(arch)
-        try:
-            reports += testrun.run_arch(prof, args.variant, not args.no_debug, args.boot)
-        except LabError as e:
-            rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
-            rep.rows.append((f"{arch}: build, selftests and initramfs",
-                             ktap.Result("build", ktap.FAIL, "see the error above")))
-            reports.append(rep)
-            say(f"error: {e}")
-    return _print_reports(reports, "test")
+    # make check first (a few minutes of builds; a broken patch is known
+    # early), then the arch with the most test time, which decides the end.
+    weight = {a: testlist.load(a).test_seconds(args.boot) for a in arches}
+    order = ([] if args.no_check else ["check"]) + lanes.longest_first(arches, weight)
+    jobs = [(p, (lambda: [_check_report()]) if p == "check" else
+             (lambda a=p: _test_arch(a, args))) for p in order]
+    if args.jobs > 1 and len(jobs) > 1:
+        say(f"test: {', '.join(name for name, _ in jobs)}, {args.jobs} at a time")
+    done = lanes.run(jobs, args.jobs)
+    parts = ([] if args.no_check else ["check"]) + arches
+    return _print_reports([r for p in parts for r in done[p]], "test")
 
 
 def _bench_out(kind: str) -> Path:
@@ -216,6 +228,9 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("--no-debug", action="store_true", help="without configs/debug.config")
             s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)
             s.add_argument("--no-check", action="store_true", help="without make check")
+            s.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                           help="make check and arches run side by side, at most this "
+                           "many at once (default: the number of cores)")
         else:
             s.add_argument("--arch", default="x86_64", choices=profile.arches())
             s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)

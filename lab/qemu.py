@@ -5,6 +5,7 @@ The guest is expected to end by itself (its init reboots, panic=-1 reboots,
 timeout inside it, so past its budget QEMU is killed here, and the caller gets
 the console so far.
 """
+import os
 import shutil
 import subprocess
 import threading
@@ -24,6 +25,7 @@ class Console:
     returncode: int | None = None
     seconds: float = 0.0
     peak_rss_kib: int = 0
+    cpu_seconds: float = 0.0     # QEMU's user + system time: cores busy x wall
 
     def tail(self, n: int = 25) -> str:
         return "\n".join("    | " + ln.rstrip("\r\n") for ln in self.lines[-n:])
@@ -37,6 +39,15 @@ def _rss_kib(pid: int) -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        # fields after the ")" that ends the command name: utime is the 12th
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def run(argv: list[str], budget: float, log: Path, done_marker: str,
@@ -72,6 +83,7 @@ def run(argv: list[str], budget: float, log: Path, done_marker: str,
         deadline = start + budget
         while proc.poll() is None and time.monotonic() < deadline:
             con.peak_rss_kib = max(con.peak_rss_kib, _rss_kib(proc.pid))
+            con.cpu_seconds = max(con.cpu_seconds, _cpu_seconds(proc.pid))
             time.sleep(0.5)
         killed = proc.poll() is None
         if killed:

@@ -69,6 +69,12 @@ class TestList:
     def tests_for(self, boot: str) -> list[Test]:
         return [t for t in self.tests if boot in t.boots]
 
+    def test_seconds(self, boots: list | None = None) -> int:
+        """The sum of the timeouts of every test to run (in the given boots,
+        default all): how the arches compare in test time."""
+        return sum(t.timeout for b in self.boots if not boots or b.name in boots
+                   for t in self.tests_for(b.name) if not t.skip)
+
     def budget(self, boot: str, boot_overhead: int) -> int:
         """Host watchdog budget for one boot: every test may use its timeout,
         and one of them (the guest retries once per boot) twice."""

@@ -9,7 +9,7 @@ and on a guest that panicked or had to be killed.
 import re
 from dataclasses import dataclass, field
 
-from lab import initramfs, kernel, ktap, paths, qemu, selftests, splat, testlist
+from lab import initramfs, kernel, ktap, lanes, paths, qemu, selftests, splat, testlist
 from lab.kernel import Build
 from lab.profile import Profile
 from lab.progress import say
@@ -29,6 +29,7 @@ class BootReport:
     log: str = ""
     seconds: float = 0.0
     peak_rss_kib: int = 0
+    cpu_seconds: float = 0.0         # QEMU's CPU time: how much of the host a boot used
 
 
 def judge_runs(tl: testlist.TestList, label: str, runs: list) -> tuple:
@@ -82,7 +83,7 @@ def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log,
                earlier: dict | None = None) -> BootReport:
     """earlier: the runs of a first boot that this one resumed."""
     rep = BootReport(f"{tl.arch}/{boot}", log=str(log), seconds=con.seconds,
-                     peak_rss_kib=con.peak_rss_kib)
+                     peak_rss_kib=con.peak_rss_kib, cpu_seconds=con.cpu_seconds)
     if con.outcome == qemu.KILLED:
         rep.problems.append(f"{rep.label}: guest did not finish within its budget and was "
                             f"killed after {con.seconds:.0f} s; last console lines:\n{con.tail()}")
@@ -173,9 +174,10 @@ def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot) -> Bo
         rep.rows, rep.problems, rep.notes = rep2.rows, rep2.problems, [note, *rep2.notes]
         rep.seconds += con2.seconds
         rep.peak_rss_kib = max(rep.peak_rss_kib, con2.peak_rss_kib)
+        rep.cpu_seconds += con2.cpu_seconds
         con = con2
     say(f"boot {label}: {con.outcome} after {rep.seconds:.0f} s, QEMU peak RSS "
-        f"{rep.peak_rss_kib >> 10} MiB")
+        f"{rep.peak_rss_kib >> 10} MiB, {rep.cpu_seconds / max(rep.seconds, 1):.1f} cores busy")
     return rep
 
 
@@ -203,9 +205,10 @@ def run_arch(prof: Profile, variant: str = "patched", debug: bool = True,
              boots: list[str] | None = None) -> list[BootReport]:
     tl = testlist.load(prof.arch)
     b = Build(prof, variant, debug)
-    kernel.build(b)
-    selftests.build(b)
-    initrd = initramfs.build(b, tl, paths.BUILD / f"initramfs-{b.name}.cpio.gz")
+    with lanes.BUILD_LOCK:
+        kernel.build(b)
+        selftests.build(b)
+        initrd = initramfs.build(b, tl, paths.BUILD / f"initramfs-{b.name}.cpio.gz")
     reports = [panic_check(b, initrd)]
     for boot in tl.boots:
         if boots and boot.name not in boots:

@@ -65,3 +65,14 @@ def test_a_skip_fails_a_test_that_must_run(tmp_path):
                         'must_run=true\n', "arm64", "t")
     [(_, r)] = testrun.judge_boot(tl, "b", con, tmp_path / "log").rows
     assert r.failed and "must run" in r.detail
+
+
+def test_cpu_time_of_a_busy_guest_is_measured(tmp_path):
+    # a guest that keeps a core busy (sh counting, no child processes) for a
+    # second or two, then one that sleeps; the watchdog samples every 0.5 s
+    q = fake_qemu(tmp_path, "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done\n"
+                  "sleep 1\necho 'LAB-DONE b'\n")
+    busy = qemu.run([q], 10, tmp_path / "log", "LAB-DONE")
+    q = fake_qemu(tmp_path, "sleep 2\necho 'LAB-DONE b'\n")
+    idle = qemu.run([q], 10, tmp_path / "log", "LAB-DONE")
+    assert busy.cpu_seconds > 0.5 > idle.cpu_seconds
