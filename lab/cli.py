@@ -115,10 +115,11 @@ def cmd_series(args):
     print(f"{out}: send with git send-email {out}/*.patch (check first with --dry-run)")
 
 
-def _test_arch(arch: str, args) -> list:
+def _test_arch(arch: str, args, timeout_scale: int) -> list:
     prof = profile.load(arch)
     try:
-        return testrun.run_arch(prof, args.variant, not args.no_debug, args.boot)
+        return testrun.run_arch(prof, args.variant, not args.no_debug, args.boot,
+                                timeout_scale)
     except LabError as e:
         rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
         rep.rows.append((f"{arch}: build, selftests and initramfs",
@@ -133,10 +134,12 @@ def cmd_test(args):
     # early), then the arch with the most test time, which decides the end.
     weight = {a: testlist.load(a).test_seconds(args.boot) for a in arches}
     order = ([] if args.no_check else ["check"]) + lanes.longest_first(arches, weight)
+    scale = lanes.timeout_scale(args.jobs, len(order))
     jobs = [(p, (lambda: [_check_report()]) if p == "check" else
-             (lambda a=p: _test_arch(a, args))) for p in order]
-    if args.jobs > 1 and len(jobs) > 1:
-        say(f"test: {', '.join(name for name, _ in jobs)}, {args.jobs} at a time")
+             (lambda a=p: _test_arch(a, args, scale))) for p in order]
+    if scale > 1:
+        say(f"test: {', '.join(order)}, {args.jobs} at a time; "
+            f"test timeouts x{scale}, as the lanes share the cores")
     done = lanes.run(jobs, args.jobs)
     parts = ([] if args.no_check else ["check"]) + arches
     return _print_reports([r for p in parts for r in done[p]], "test")

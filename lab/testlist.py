@@ -9,6 +9,7 @@ that emulation causes now and then (a regex over the failed run's result and
 output, and the measurement that showed it): only such a failure followed by a
 pass counts as a pass, reported as flaky; any other failure stands.
 """
+import dataclasses
 import re
 import tomllib
 from dataclasses import dataclass
@@ -74,6 +75,15 @@ class TestList:
         default all): how the arches compare in test time."""
         return sum(t.timeout for b in self.boots if not boots or b.name in boots
                    for t in self.tests_for(b.name) if not t.skip)
+
+    def scaled(self, factor: int) -> "TestList":
+        """The list with every timeout multiplied by factor: the timeouts are
+        sized for a guest that has the machine to itself, and one that shares
+        it with another lane gets about half the CPU time."""
+        if factor == 1:
+            return self
+        return dataclasses.replace(self, tests=tuple(
+            dataclasses.replace(t, timeout=t.timeout * factor) for t in self.tests))
 
     def budget(self, boot: str, boot_overhead: int) -> int:
         """Host watchdog budget for one boot: every test may use its timeout,

@@ -202,8 +202,8 @@ def panic_check(b: Build, initrd) -> BootReport:
 
 
 def run_arch(prof: Profile, variant: str = "patched", debug: bool = True,
-             boots: list[str] | None = None) -> list[BootReport]:
-    tl = testlist.load(prof.arch)
+             boots: list[str] | None = None, timeout_scale: int = 1) -> list[BootReport]:
+    tl = testlist.load(prof.arch).scaled(timeout_scale)
     b = Build(prof, variant, debug)
     with lanes.BUILD_LOCK:
         kernel.build(b)

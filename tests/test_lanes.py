@@ -56,3 +56,17 @@ skip = "cannot"
 ''', "x86_64", "inline")
     assert tl.test_seconds() == 10 + 10 + 7
     assert tl.test_seconds(["two"]) == 17
+
+
+@pytest.mark.parametrize("jobs, parts, scale", [(1, 3, 1), (2, 3, 2), (2, 1, 1), (4, 3, 3)])
+def test_timeouts_scale_with_the_parts_that_share_the_machine(jobs, parts, scale):
+    assert lanes.timeout_scale(jobs, parts) == scale
+
+
+def test_scaled_list_multiplies_every_timeout_and_the_budget():
+    tl = testlist.load("x86_64")
+    doubled = tl.scaled(2)
+    assert [t.timeout * 2 for t in tl.tests] == [t.timeout for t in doubled.tests]
+    assert [t.args for t in tl.tests] == [t.args for t in doubled.tests]
+    assert doubled.budget("tdp", 60) > tl.budget("tdp", 60)
+    assert tl.scaled(1) is tl
