@@ -1,11 +1,13 @@
 """System tools the harness needs, each named with its Debian package
-(apt-packages.txt, the one list), checked and installed."""
+(apt-packages.txt, the one list), checked and installed; and the Debian
+architectures of the guests, whose busybox-static apt-get downloads (a
+foreign one, arm64 on an x86_64 host, must be added to dpkg first)."""
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from lab import paths
+from lab import paths, profile
 from lab.progress import LabError, say
 
 LIST = paths.ROOT / "apt-packages.txt"
@@ -29,22 +31,49 @@ def missing(pairs=None) -> list[tuple[str, str]]:
     return [(t, p) for t, p in (pairs or parse(LIST.read_text())) if not present(t)]
 
 
+def _dpkg(*args: str) -> list[str]:
+    if not shutil.which("dpkg"):
+        raise LabError("deps: dpkg not found: the harness fetches Debian packages")
+    proc = subprocess.run(["dpkg", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LabError(f"deps: dpkg {' '.join(args)} failed: {proc.stderr.strip()[-200:]}")
+    return proc.stdout.split()
+
+
+def missing_archs() -> list[str]:
+    """The guests' Debian architectures that dpkg knows neither as its own
+    nor as a foreign one: apt-get cannot download their packages."""
+    known = {*_dpkg("--print-architecture"), *_dpkg("--print-foreign-architectures")}
+    return sorted({profile.load(a).debian_arch for a in profile.arches()} - known)
+
+
 def install() -> None:
-    lack = missing()
-    if not lack:
+    lack, archs = missing(), missing_archs()
+    if not lack and not archs:
         say("deps: every tool is present")
         return
     pkgs = sorted({p for _, p in lack})
-    say(f"deps: missing {', '.join(t for t, _ in lack)}; installing {' '.join(pkgs)}")
+    say("deps: " + "; ".join(
+        ([f"missing {', '.join(t for t, _ in lack)}; installing {' '.join(pkgs)}"] if lack else [])
+        + ([f"adding the dpkg architecture(s) {', '.join(archs)} (guest packages)"]
+           if archs else [])))
     if os.geteuid() != 0:
-        raise LabError(f"deps: need root to install {' '.join(pkgs)} (apt-get install ...)")
+        raise LabError("deps: need root to " + " and ".join(
+            ([f"install {' '.join(pkgs)} (apt-get install ...)"] if lack else [])
+            + ([f"add {', '.join(archs)} (dpkg --add-architecture ...; apt-get update)"]
+               if archs else [])))
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for argv in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *pkgs]):
+    steps = [["dpkg", "--add-architecture", a] for a in archs] + [["apt-get", "update", "-q"]]
+    if pkgs:
+        steps.append(["apt-get", "install", "-y", "-q", *pkgs])
+    for argv in steps:
         proc = subprocess.run(argv, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             errs = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("E:")]
             raise LabError(f"deps: {' '.join(argv[:2])} failed: "
                            f"{errs[-1] if errs else proc.stderr.strip()[-200:]}")
+    if missing_archs():
+        raise LabError(f"deps: dpkg still lacks {', '.join(missing_archs())} after adding it")
     still = missing()
     if still:
         raise LabError("deps: still missing after install: "

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lab import base, paths
+from lab import base, deps, paths
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.selftests import install_dir
@@ -24,6 +24,10 @@ def busybox(debian_arch: str) -> Path:
     cached = paths.CACHE / f"busybox-static-{debian_arch}"
     if cached.exists():
         return cached
+    if debian_arch in deps.missing_archs():
+        raise LabError(f"cannot fetch busybox-static:{debian_arch}: dpkg has no {debian_arch} "
+                       f"architecture; make deps adds it (dpkg --add-architecture "
+                       f"{debian_arch}; apt-get update)")
     say(f"initramfs: fetching busybox-static:{debian_arch} with apt-get")
     paths.CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=paths.CACHE) as tmp:

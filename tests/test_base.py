@@ -1,8 +1,9 @@
 import stat
+import subprocess
 
 import pytest
 
-from lab import base, deps, kernel
+from lab import base, deps, initramfs, kernel
 from lab.progress import LabError
 
 
@@ -72,3 +73,47 @@ def test_unmet_config_options_are_named(tmp_path):
 def test_deps_names_missing_tools():
     pairs = deps.parse("sh dash\n# c\nno-such-tool-here pkg-x\n/no/such/file pkg-y\n")
     assert deps.missing(pairs) == [("no-such-tool-here", "pkg-x"), ("/no/such/file", "pkg-y")]
+
+
+def fake_dpkg(monkeypatch, native: str, foreign: str, calls: list):
+    def run(argv, **kw):
+        calls.append(argv)
+        out = {"--print-architecture": native + "\n",
+               "--print-foreign-architectures": foreign}.get(argv[1], "")
+        return subprocess.CompletedProcess(argv, 0, out, "")
+    monkeypatch.setattr(deps.subprocess, "run", run)
+
+
+def test_a_guest_arch_dpkg_lacks_is_added_before_apt_update(monkeypatch):
+    calls = []
+    # a fresh amd64 machine: arm64's busybox-static cannot be downloaded yet
+    fake_dpkg(monkeypatch, "amd64", "", calls)
+    assert deps.missing_archs() == ["arm64"]
+    fake_dpkg(monkeypatch, "amd64", "arm64\n", calls)
+    assert deps.missing_archs() == []
+    fake_dpkg(monkeypatch, "arm64", "", calls)      # an arm64 host lacks amd64
+    assert deps.missing_archs() == ["amd64"]
+
+    calls.clear()
+    state = {"foreign": ""}
+
+    def run(argv, **kw):
+        calls.append(argv)
+        if argv[:2] == ["dpkg", "--add-architecture"]:
+            state["foreign"] = argv[2]
+        out = {"--print-architecture": "amd64", "--print-foreign-architectures":
+               state["foreign"]}.get(argv[1], "")
+        return subprocess.CompletedProcess(argv, 0, out, "")
+    monkeypatch.setattr(deps.subprocess, "run", run)
+    monkeypatch.setattr(deps, "missing", lambda pairs=None: [])
+    monkeypatch.setattr(deps.os, "geteuid", lambda: 0)
+    deps.install()
+    changes = [c for c in calls if "--print" not in c[1]]
+    assert changes == [["dpkg", "--add-architecture", "arm64"], ["apt-get", "update", "-q"]]
+
+
+def test_busybox_of_an_arch_dpkg_lacks_says_how_to_add_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(initramfs.paths, "CACHE", tmp_path)
+    monkeypatch.setattr(deps, "missing_archs", lambda: ["arm64"])
+    with pytest.raises(LabError, match="dpkg has no arm64 architecture; make deps adds it"):
+        initramfs.busybox("arm64")
