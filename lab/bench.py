@@ -131,13 +131,17 @@ def run_native(scs: list[Scenario], ksft_kvm: Path, label: str) -> Results:
     return res
 
 
-def boot_plan(scs: list[Scenario]) -> dict[tuple[str, str], list[tuple[Scenario, Side]]]:
-    """(kernel variant, command line) -> the scenario sides that boot so, in
-    the order the scenarios list them (a scenario's baseline boots first)."""
-    plan: dict[tuple[str, str], list[tuple[Scenario, Side]]] = {}
+BootKey = tuple[str, str, str]      # kernel variant, command line, clock
+
+
+def boot_plan(scs: list[Scenario]) -> dict[BootKey, list[tuple[Scenario, Side]]]:
+    """(kernel variant, command line, clock) -> the scenario sides that boot
+    so, in the order the scenarios list them (a scenario's baseline boots
+    first)."""
+    plan: dict[BootKey, list[tuple[Scenario, Side]]] = {}
     for sc in scs:
         for side in sc.sides:
-            plan.setdefault((side.variant, side.cmdline), []).append((sc, side))
+            plan.setdefault((side.variant, side.cmdline, sc.clock), []).append((sc, side))
     return plan
 
 
@@ -161,7 +165,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
         files = sorted({shlex.split(s.command)[0] for s in mine})
         repeats = max(s.repeats for s in mine)
         for r in range(repeats):
-            for i, ((variant, cmdline), members) in enumerate(plan.items()):
+            for i, ((variant, cmdline, clock), members) in enumerate(plan.items()):
                 todo = [(s, side) for s, side in members if r < s.repeats]
                 if not todo:
                     continue
@@ -169,13 +173,15 @@ def run_qemu(scs: list[Scenario]) -> Results:
                 initrd = initramfs.pack(b, files, [], {"bench": guest_script([s for s, _ in todo])},
                                         paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
                                         "bench/", selftests_of=tests_of)
-                where = f"{arch} {variant} [{cmdline}] boot {r + 1}/{repeats}"
+                where = (f"{arch} {variant} [{cmdline}]" + (f" {clock} clock" if clock != "host"
+                                                              else "") + f" boot {r + 1}/{repeats}")
                 log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
                 budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
                 say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
                     + f" (log {log})")
-                con = qemu.run(prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip()),
-                               budget, log, "LAB-DONE")
+                argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
+                                      scenarios.CLOCKS[clock])
+                con = qemu.run(argv, budget, log, "LAB-DONE")
                 res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
                 sections = split_console(con.lines)
                 for s, side in todo:
@@ -197,16 +203,17 @@ def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = No
         a, b = sides or sc.labels
         rows = tables.setdefault((a, b), [])
         cells = res.values.get(sc.key, {})
+        name = sc.key if sc.clock == "host" or sides else f"{sc.key} ({sc.clock})"
         if not cells:
-            rows.append(f"| {sc.key} | - | - | - | - | - | no data | {sc.seed} |")
+            rows.append(f"| {name} | - | - | - | - | - | no data | {sc.seed} |")
         for (metric, group), by_side in sorted(cells.items()):
             xa, xb = by_side.get(a, []), by_side.get(b, [])
             if not xa or not xb:
-                rows.append(f"| {sc.key} | {metric} | {group} | n={len(xa)} | n={len(xb)} | - | "
+                rows.append(f"| {name} | {metric} | {group} | n={len(xa)} | n={len(xb)} | - | "
                             f"missing data | {sc.seed} |")
                 continue
             c = stats.compare(xa, xb)
-            rows.append(f"| {sc.key} | {metric} | {group} | {_fmt(c.a_mean)} ± {_fmt(c.a_stdev)} "
+            rows.append(f"| {name} | {metric} | {group} | {_fmt(c.a_mean)} ± {_fmt(c.a_stdev)} "
                         f"({c.a_n}) | {_fmt(c.b_mean)} ± {_fmt(c.b_stdev)} ({c.b_n}) | "
                         f"{c.change_pct:+.1f} % | {c.verdict} | {sc.seed} |")
     out = []
@@ -215,6 +222,10 @@ def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = No
             out.append("")
         out += [f"| scenario | metric | case | {a} mean ± sd (n) | {b} mean ± sd (n) | change | "
                 "vs noise | seed |", "|---|---|---|---|---|---|---|---|", *rows]
+    if not sides and any(sc.clock == "icount" for sc in scs):
+        out += ["", "(icount): QEMU ran with -icount shift=0, so the guest's clock counts the "
+                "instructions its CPUs emulate, 1 ns each: a repeatable count of work, not a "
+                "time on any real CPU."]
     errs = [f"- {k}: {e}" for k, es in res.errors.items() for e in es]
     if errs:
         out += ["", "Errors (cells above lack these runs):", *errs]

@@ -5,6 +5,13 @@ kernels by default, or two kernel command lines such as TDP and shadow MMU),
 a selftest command, the metric lines to read out of its output (a regex whose
 first group is the value, and a unit), how many repeats, and the seed's
 published figure beside it. Adding a scenario needs no code.
+
+A scenario's clock says what its times count in QEMU. "host": the guest's
+clock follows the host's, so a time is emulation speed, shared with whatever
+else the host runs (noisy). "icount": QEMU runs with -icount, where guest time
+advances by the instructions the emulated CPUs execute (1 ns each, whichever
+vCPU runs them, idle time skipped): a figure is a count of emulated work,
+repeatable whatever the host's load, not a time on any real CPU.
 """
 import re
 import tomllib
@@ -16,6 +23,9 @@ from lab.progress import LabError
 
 LEVELS = ("quick", "default", "full")   # each level runs its scenarios and the smaller levels'
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+# QEMU arguments of each clock. shift=0: 1 ns per instruction; sleep=off: an
+# idle guest's time jumps to its next timer instead of following the host.
+CLOCKS = {"host": (), "icount": ("-icount", "shift=0,sleep=off")}
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,7 @@ class Scenario:
     timeout: int
     level: str                      # smallest BENCH level that runs it
     sides: tuple[Side, Side]        # baseline first
+    clock: str = "host"             # a key of CLOCKS
 
     @property
     def key(self) -> str:
@@ -117,9 +128,12 @@ def parse(text: str, origin: str) -> list[Scenario]:
         out.append(Scenario(topic, s["name"], s["arch"], s["command"],
                             tuple(metrics), int(s.get("repeats", 5)), group,
                             s.get("seed", ""), int(s.get("timeout", 300)),
-                            s.get("level", "default"), _sides(s, origin)))
+                            s.get("level", "default"), _sides(s, origin),
+                            s.get("clock", "host")))
         if out[-1].level not in LEVELS:
             raise LabError(f"{origin}: {s['name']}: level must be one of {LEVELS}")
+        if out[-1].clock not in CLOCKS:
+            raise LabError(f"{origin}: {s['name']}: clock must be one of {tuple(CLOCKS)}")
     names = [sc.name for sc in out]
     if len(set(names)) != len(names):
         raise LabError(f"{origin}: scenario names repeat")

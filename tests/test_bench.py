@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from lab import bench, scenarios
+from lab import bench, profile, scenarios
 from lab.progress import LabError
 
 SCENARIOS = r'''
@@ -149,12 +149,13 @@ def test_sides_default_to_the_kernels_or_name_two_command_lines():
     # sides that boot alike share a boot; the baseline of each scenario boots first
     plan = bench.boot_plan([disable, also, kernels])
     assert [(k, [(s.name, side.label) for s, side in v]) for k, v in plan.items()] == [
-        (("patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N"), [("disable", "shadow MMU")]),
-        (("patched", "hugepagesz=2M hugepages=64"),
+        (("patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N", "host"),
+         [("disable", "shadow MMU")]),
+        (("patched", "hugepagesz=2M hugepages=64", "host"),
          [("disable", "TDP MMU"), ("also-tdp", "TDP MMU"), ("kernels", "patched")]),
-        (("patched", "hugepagesz=2M hugepages=64 kvm.eager_page_split=N"),
+        (("patched", "hugepagesz=2M hugepages=64 kvm.eager_page_split=N", "host"),
          [("also-tdp", "eps=N")]),
-        (("vanilla", "hugepagesz=2M hugepages=64"), [("kernels", "vanilla")]),
+        (("vanilla", "hugepagesz=2M hugepages=64", "host"), [("kernels", "vanilla")]),
     ]
 
 
@@ -208,3 +209,43 @@ def test_every_metric_of_bench_reads_a_real_line():
             # group_by lines are absent here, so every value is in group ""
             values = got.get((m.name, ""), [])
             assert len(values) == 1 and values[0] in REAL_LINES.values(), (sc.key, m.name, values)
+
+
+CLOCKED = r'''
+topic = "c"
+[defaults]
+arch = "arm64"
+command = "dirty_log_perf_test -g -k 2M"
+metrics = [ { name = "enable", regex = 'Enabling dirty logging time: (\d+\.\d+)s' } ]
+[[scenario]]
+name = "wall"
+[[scenario]]
+name = "counted"
+clock = "icount"
+'''
+
+
+def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
+    wall, counted = scenarios.parse(CLOCKED, "bench/c.toml")
+    assert (wall.clock, counted.clock) == ("host", "icount")
+    # same kernels and command line, but a clock of its own: a boot of its own
+    assert list(bench.boot_plan([wall, counted])) == [
+        ("vanilla", "", "host"), ("patched", "", "host"),
+        ("vanilla", "", "icount"), ("patched", "", "icount")]
+    argv = profile.load("arm64").qemu_argv(tmp_path / "Image", tmp_path / "initrd", "",
+                                           scenarios.CLOCKS[counted.clock])
+    assert argv[argv.index("-icount") + 1] == "shift=0,sleep=off"
+    assert "-icount" not in profile.load("arm64").qemu_argv(tmp_path / "Image",
+                                                            tmp_path / "initrd", "")
+    res = bench.Results()
+    for sc in (wall, counted):
+        for side, x in (("vanilla", 0.02), ("patched", 0.01)):
+            bench.record_run(res, sc, side, [f"Enabling dirty logging time: {x:.9f}s"], 0, "b")
+    text = bench.report([wall, counted], res)
+    assert "| c/wall | enable |" in text and "| c/counted (icount) | enable |" in text
+    assert "(icount): QEMU ran with -icount shift=0" in text
+
+
+def test_an_unknown_clock_is_refused():
+    with pytest.raises(LabError, match="clock must be one of"):
+        scenarios.parse(CLOCKED.replace('"icount"', '"tsc"'), "bench/c.toml")
