@@ -1,7 +1,8 @@
 # kvm-mmu-series: the front door. Every target is a thin call into lab/.
 #
-#   make test [TEST_ARCH=..] [TEST_JOBS=n]   pytest + make check + build, boot and selftest
-#                                  each arch (check and arches side by side, n at once)
+#   make test [TEST_ARCH=..] [TEST_JOBS=n] [FULL=1] [TEST_BOOT=..]   pytest + make check +
+#                                  build, boot and selftest each arch (check and arches
+#                                  side by side, n at once; FULL=1 adds the long matrices)
 #   make check                     checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
 #   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
@@ -31,7 +32,7 @@ VLAB := $(VENV)/bin/python -m lab
 	compare series clean help
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(LAB) deps --install
@@ -73,7 +74,8 @@ series: tree
 # The venv and pytest use one core, the tree import the other: side by side.
 test: deps
 	@$(MAKE) --no-print-directory -j2 pytest tree
-	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) $(if $(TEST_JOBS),--jobs $(TEST_JOBS))
+	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) \
+		$(if $(FULL),--full) $(foreach b,$(TEST_BOOT),--boot $(b))
 
 bench: deps venv tree
 	@$(VLAB) bench --level $(BENCH) $(foreach s,$(SCENARIO),--scenario $(s))

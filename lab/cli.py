@@ -119,7 +119,7 @@ def _test_arch(arch: str, args, timeout_scale: int) -> list:
     prof = profile.load(arch)
     try:
         return testrun.run_arch(prof, args.variant, not args.no_debug, args.boot,
-                                timeout_scale)
+                                timeout_scale, args.full)
     except LabError as e:
         rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
         rep.rows.append((f"{arch}: build, selftests and initramfs",
@@ -132,7 +132,8 @@ def cmd_test(args):
     arches = args.arch or profile.arches()
     # make check first (a few minutes of builds; a broken patch is known
     # early), then the arch with the most test time, which decides the end.
-    weight = {a: testlist.load(a).test_seconds(args.boot) for a in arches}
+    lists = {a: testlist.load(a) for a in arches}
+    weight = {a: tl.test_seconds(tl.selected(args.boot, args.full)) for a, tl in lists.items()}
     order = ([] if args.no_check else ["check"]) + lanes.longest_first(arches, weight)
     scale = lanes.timeout_scale(args.jobs, len(order))
     jobs = [(p, (lambda: [_check_report()]) if p == "check" else
@@ -227,7 +228,10 @@ def parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name)
         if name == "test":
             s.add_argument("--arch", action="append", choices=profile.arches())
-            s.add_argument("--boot", action="append", help="only these boots (default: all)")
+            s.add_argument("--boot", action="append",
+                           help="only these boots (default: all but the full ones)")
+            s.add_argument("--full", action="store_true",
+                           help="also the boots marked full (long matrices)")
             s.add_argument("--no-debug", action="store_true", help="without configs/debug.config")
             s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)
             s.add_argument("--no-check", action="store_true", help="without make check")

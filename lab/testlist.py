@@ -8,6 +8,10 @@ The guest runs a failed test once more. `[[flaky]]` entries name the failures
 that emulation causes now and then (a regex over the failed run's result and
 output, and the measurement that showed it): only such a failure followed by a
 pass counts as a pass, reported as flaky; any other failure stands.
+
+A boot with `full = true` is left out of the default run (make test), which
+must stay short: it holds the long matrices (every guest mode with every
+backing) that `make test FULL=1`, or naming the boot, runs.
 """
 import dataclasses
 import re
@@ -24,6 +28,7 @@ class Boot:
     name: str
     cmdline: str
     why: str
+    full: bool = False   # only in a full run, or when named
 
 
 @dataclass(frozen=True)
@@ -70,11 +75,21 @@ class TestList:
     def tests_for(self, boot: str) -> list[Test]:
         return [t for t in self.tests if boot in t.boots]
 
-    def test_seconds(self, boots: list | None = None) -> int:
-        """The sum of the timeouts of every test to run (in the given boots,
-        default all): how the arches compare in test time."""
-        return sum(t.timeout for b in self.boots if not boots or b.name in boots
-                   for t in self.tests_for(b.name) if not t.skip)
+    def selected(self, names: list | None = None, full: bool = False) -> list[Boot]:
+        """The boots to run: those named, else every boot of the default run
+        (all of them with full)."""
+        if not names:
+            return [b for b in self.boots if full or not b.full]
+        unknown = [n for n in names if n not in {b.name for b in self.boots}]
+        if unknown:
+            raise LabError(f"testlists/{self.arch}.toml has no boot {', '.join(unknown)}; "
+                           f"its boots: {', '.join(b.name for b in self.boots)}")
+        return [b for b in self.boots if b.name in names]
+
+    def test_seconds(self, boots: list[Boot]) -> int:
+        """The sum of the timeouts of every test to run in these boots: how
+        the arches compare in test time."""
+        return sum(t.timeout for b in boots for t in self.tests_for(b.name) if not t.skip)
 
     def scaled(self, factor: int) -> "TestList":
         """The list with every timeout multiplied by factor: the timeouts are
@@ -98,8 +113,8 @@ def parse(text: str, arch: str, origin: str) -> TestList:
     except tomllib.TOMLDecodeError as e:
         raise LabError(f"{origin}: {e}") from e
     default_timeout = data.get("defaults", {}).get("timeout", 120)
-    boots = tuple(Boot(b["name"], b.get("cmdline", ""), b.get("why", ""))
-                  for b in data.get("boot", []))
+    boots = tuple(Boot(b["name"], b.get("cmdline", ""), b.get("why", ""),
+                       bool(b.get("full", False))) for b in data.get("boot", []))
     if not boots:
         raise LabError(f"{origin}: no [[boot]]")
     boot_names = [b.name for b in boots]

@@ -202,16 +202,16 @@ def panic_check(b: Build, initrd) -> BootReport:
 
 
 def run_arch(prof: Profile, variant: str = "patched", debug: bool = True,
-             boots: list[str] | None = None, timeout_scale: int = 1) -> list[BootReport]:
+             boots: list[str] | None = None, timeout_scale: int = 1,
+             full: bool = False) -> list[BootReport]:
     tl = testlist.load(prof.arch).scaled(timeout_scale)
+    selected = tl.selected(boots, full)
     b = Build(prof, variant, debug)
     with lanes.BUILD_LOCK:
         kernel.build(b)
         selftests.build(b)
         initrd = initramfs.build(b, tl, paths.BUILD / f"initramfs-{b.name}.cpio.gz")
     reports = [panic_check(b, initrd)]
-    for boot in tl.boots:
-        if boots and boot.name not in boots:
-            continue
+    for boot in selected:
         reports.append(run_boot(b, tl, initrd, boot))
     return reports

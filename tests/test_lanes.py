@@ -4,6 +4,7 @@ import threading
 import pytest
 
 from lab import lanes, testlist
+from lab.progress import LabError
 
 
 def test_longest_first_keeps_ties_in_order():
@@ -13,7 +14,7 @@ def test_longest_first_keeps_ties_in_order():
 
 def test_x86_has_more_test_time_than_arm64():
     # make test starts x86_64 beside make check and arm64 after it
-    w = {a: testlist.load(a).test_seconds() for a in ("arm64", "x86_64")}
+    w = {a: (tl := testlist.load(a)).test_seconds(tl.selected()) for a in ("arm64", "x86_64")}
     assert lanes.longest_first(["arm64", "x86_64"], w) == ["x86_64", "arm64"]
 
 
@@ -37,36 +38,33 @@ def test_a_failing_part_is_raised():
         lanes.run([("ok", lambda: 1), ("bad", boom)], lanes=2)
 
 
-def test_test_seconds_counts_only_the_given_boots():
+def test_boots_selected_and_their_test_seconds():
     tl = testlist.parse('''
 [[boot]]
 name = "one"
 [[boot]]
 name = "two"
+[[boot]]
+name = "matrix"
+full = true
 [[test]]
 name = "t1"
 timeout = 10
+boots = ["one", "two"]
 [[test]]
 name = "t2"
 timeout = 7
-boots = ["two"]
+boots = ["two", "matrix"]
 [[test]]
 name = "t3"
 skip = "cannot"
 ''', "x86_64", "inline")
-    assert tl.test_seconds() == 10 + 10 + 7
-    assert tl.test_seconds(["two"]) == 17
-
-
-@pytest.mark.parametrize("jobs, parts, scale", [(1, 3, 1), (2, 3, 2), (2, 1, 1), (4, 3, 3)])
-def test_timeouts_scale_with_the_parts_that_share_the_machine(jobs, parts, scale):
-    assert lanes.timeout_scale(jobs, parts) == scale
-
-
-def test_scaled_list_multiplies_every_timeout_and_the_budget():
-    tl = testlist.load("x86_64")
-    doubled = tl.scaled(2)
-    assert [t.timeout * 2 for t in tl.tests] == [t.timeout for t in doubled.tests]
-    assert [t.args for t in tl.tests] == [t.args for t in doubled.tests]
-    assert doubled.budget("tdp", 60) > tl.budget("tdp", 60)
-    assert tl.scaled(1) is tl
+    # the default run leaves the full boot out; FULL=1 or its name runs it
+    assert [b.name for b in tl.selected()] == ["one", "two"]
+    assert [b.name for b in tl.selected(full=True)] == ["one", "two", "matrix"]
+    assert [b.name for b in tl.selected(["matrix"])] == ["matrix"]
+    with pytest.raises(LabError, match="no boot tdp; its boots: one, two, matrix"):
+        tl.selected(["tdp"])
+    assert tl.test_seconds(tl.selected()) == 10 + 10 + 7
+    assert tl.test_seconds(tl.selected(["two"])) == 17
+    assert tl.test_seconds(tl.selected(full=True)) == 10 + 10 + 7 + 7
