@@ -179,8 +179,9 @@ def run_qemu(scs: list[Scenario]) -> Results:
                 budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
                 say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
                     + f" (log {log})")
+                clk = scenarios.CLOCKS[clock]
                 argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
-                                      scenarios.CLOCKS[clock])
+                                      clk.qemu_args, clk.smp)
                 con = qemu.run(argv, budget, log, "LAB-DONE")
                 res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
                 sections = split_console(con.lines)
@@ -191,7 +192,8 @@ def run_qemu(scs: list[Scenario]) -> Results:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.4f}" if x < 10 else f"{x:.2f}"
+    # times are seconds; counts (instructions) are large and whole
+    return f"{x:.4f}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}"
 
 
 def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = None) -> str:
@@ -223,9 +225,9 @@ def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = No
         out += [f"| scenario | metric | case | {a} mean ± sd (n) | {b} mean ± sd (n) | change | "
                 "vs noise | seed |", "|---|---|---|---|---|---|---|---|", *rows]
     if not sides and any(sc.clock == "icount" for sc in scs):
-        out += ["", "(icount): QEMU ran with -icount shift=0, so the guest's clock counts the "
-                "instructions its CPUs emulate, 1 ns each: a repeatable count of work, not a "
-                "time on any real CPU."]
+        out += ["", "(icount): QEMU ran with -icount shift=0 and one vCPU: the guest's clock "
+                "counts the instructions it emulates, 1 ns each, and an instruction counter "
+                "is exact: a repeatable count of work, not a time on any real CPU."]
     errs = [f"- {k}: {e}" for k, es in res.errors.items() for e in es]
     if errs:
         out += ["", "Errors (cells above lack these runs):", *errs]

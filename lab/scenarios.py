@@ -9,9 +9,11 @@ published figure beside it. Adding a scenario needs no code.
 A scenario's clock says what its times count in QEMU. "host": the guest's
 clock follows the host's, so a time is emulation speed, shared with whatever
 else the host runs (noisy). "icount": QEMU runs with -icount, where guest time
-advances by the instructions the emulated CPUs execute (1 ns each, whichever
-vCPU runs them, idle time skipped): a figure is a count of emulated work,
-repeatable whatever the host's load, not a time on any real CPU.
+advances by the instructions the emulated CPU executes (1 ns each, idle time
+skipped), and QEMU's PMU counts retired instructions exactly, so a perf
+instruction counter of one thread (dirty_log_perf_test prints them) is a
+count of emulated work, repeatable whatever the host's load, not a time on
+any real CPU.
 """
 import re
 import tomllib
@@ -22,10 +24,21 @@ from lab import paths
 from lab.progress import LabError
 
 LEVELS = ("quick", "default", "full")   # each level runs its scenarios and the smaller levels'
-UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-# QEMU arguments of each clock. shift=0: 1 ns per instruction; sleep=off: an
-# idle guest's time jumps to its next timer instead of following the host.
-CLOCKS = {"host": (), "icount": ("-icount", "shift=0,sleep=off")}
+UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "count": 1.0}   # count: not a time
+
+
+@dataclass(frozen=True)
+class Clock:
+    qemu_args: tuple[str, ...]
+    smp: int | None = None      # vCPUs, in place of the arch profile's
+
+
+# shift=0: 1 ns per instruction; sleep=off: an idle guest's time jumps to its
+# next timer instead of following the host. One vCPU: QEMU keeps one
+# instruction count for all vCPUs, which run in turn, and its PMU's
+# instruction counter reads that count; with one vCPU a perf counter of a
+# thread counts that thread's instructions alone.
+CLOCKS = {"host": Clock(()), "icount": Clock(("-icount", "shift=0,sleep=off"), smp=1)}
 
 
 @dataclass(frozen=True)

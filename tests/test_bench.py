@@ -196,6 +196,8 @@ REAL_LINES = {
     "Disabling dirty logging time: 0.000606592s\r\n": 0.000606592,
     "Populating memory             : 0.081057655s\r\n": 0.081057655,
     "Executing from memory         : 0.842189463s\r\n": 0.842189463,
+    "Enabling dirty logging instructions: 15790\r\n": 15790,
+    "Iteration 1 clear dirty log instructions: 5297825\r\n": 5297825,
 }
 
 
@@ -232,9 +234,11 @@ def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
     assert list(bench.boot_plan([wall, counted])) == [
         ("vanilla", "", "host"), ("patched", "", "host"),
         ("vanilla", "", "icount"), ("patched", "", "icount")]
+    clk = scenarios.CLOCKS[counted.clock]
     argv = profile.load("arm64").qemu_argv(tmp_path / "Image", tmp_path / "initrd", "",
-                                           scenarios.CLOCKS[counted.clock])
+                                           clk.qemu_args, clk.smp)
     assert argv[argv.index("-icount") + 1] == "shift=0,sleep=off"
+    assert argv[argv.index("-smp") + 1] == "1"
     assert "-icount" not in profile.load("arm64").qemu_argv(tmp_path / "Image",
                                                             tmp_path / "initrd", "")
     res = bench.Results()
@@ -243,7 +247,7 @@ def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
             bench.record_run(res, sc, side, [f"Enabling dirty logging time: {x:.9f}s"], 0, "b")
     text = bench.report([wall, counted], res)
     assert "| c/wall | enable |" in text and "| c/counted (icount) | enable |" in text
-    assert "(icount): QEMU ran with -icount shift=0" in text
+    assert "(icount): QEMU ran with -icount shift=0 and one vCPU" in text
 
 
 def test_an_unknown_clock_is_refused():
