@@ -17,17 +17,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from lab import stats  # noqa: E402
+from lab import bench, stats  # noqa: E402
 
 
 def cells(run: Path, metric: str) -> dict[tuple[str, str], dict]:
-    """(scenario, group) -> the values of the first metric whose name has metric."""
-    data = json.loads((run / "results.json").read_text())
+    """(scenario, group) -> {side: values} of the first metric whose name has metric."""
+    res = bench.Results.from_json(json.loads((run / "results.json").read_text()))
     out = {}
-    for scenario, rows in data["values"].items():
-        for row in rows:
-            if metric in row["metric"]:
-                out.setdefault((scenario.split("/")[-1], row["group"]), row)
+    for scenario, by_metric in res.values.items():
+        for (name, group), by_side in by_metric.items():
+            if metric in name:
+                out.setdefault((scenario.split("/")[-1], group), by_side)
     return out
 
 
