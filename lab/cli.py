@@ -67,10 +67,9 @@ def cmd_deps(args):
 
 
 def _check_report() -> testrun.BootReport:
-    src, _ = _source_and_label()
     rep = testrun.BootReport("check")
     try:
-        found = check.run(src)
+        found = check.run()
         rep.rows, rep.problems = found.rows, found.problems
     except LabError as e:
         rep.rows.append(("check: make check ran", ktap.Result("check", ktap.FAIL, str(e))))
@@ -115,35 +114,61 @@ def cmd_series(args):
     print(f"{out}: send with git send-email {out}/*.patch (check first with --dry-run)")
 
 
-def _test_arch(arch: str, args, timeout_scale: int) -> list:
-    prof = profile.load(arch)
-    try:
-        return testrun.run_arch(prof, args.variant, not args.no_debug, args.boot,
-                                timeout_scale, args.full)
-    except LabError as e:
-        rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
-        rep.rows.append((f"{arch}: build, selftests and initramfs",
-                         ktap.Result("build", ktap.FAIL, "see the error above")))
-        say(f"error: {e}")
-        return [rep]
+# What an arch's build weighs against its boots when make test orders the
+# parts (the boots weigh the sum of their tests' timeouts, in seconds): about
+# what a warm kernel and selftests build takes beside another lane.
+BUILD_WEIGHT = 180
+
+
+def _arch_parts(prof: profile.Profile, tl: testlist.TestList, args) -> list[lanes.Part]:
+    """The arch's build (with the panic check), then one part per boot; the
+    boots wait for the build and may run in either lane."""
+    arch = prof.arch
+    built = {}
+
+    def build() -> list:
+        try:
+            built["b"], built["initrd"] = testrun.build_arch(prof, tl, args.variant,
+                                                             not args.no_debug)
+        except LabError as e:
+            rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
+            rep.rows.append((f"{arch}: build, selftests and initramfs",
+                             ktap.Result("build", ktap.FAIL, "see the error above")))
+            say(f"error: {e}")
+            return [rep]
+        return [testrun.panic_check(built["b"], built["initrd"])]
+
+    def boot(bt: testlist.Boot) -> list:
+        # Without a build there is nothing to boot: the build's row fails.
+        if "b" not in built:
+            return []
+        return [testrun.run_boot(built["b"], tl, built["initrd"], bt)]
+
+    return [lanes.Part(arch, build, BUILD_WEIGHT)] + [
+        lanes.Part(f"{arch}/{bt.name}", lambda bt=bt: boot(bt), tl.test_seconds([bt]), (arch,))
+        for bt in tl.selected(args.boot, args.full)]
 
 
 def cmd_test(args):
     arches = args.arch or profile.arches()
-    # make check first (a few minutes of builds; a broken patch is known
-    # early), then the arch with the most test time, which decides the end.
+    # make check first, whatever its weight: a broken patch is known in
+    # minutes, and its builds run while the first arch's build holds
+    # BUILD_LOCK. Then each part when its turn comes (lanes.run).
+    parts = [] if args.no_check else [lanes.Part("check", lambda: [_check_report()],
+                                                 float("inf"))]
     lists = {a: testlist.load(a) for a in arches}
-    weight = {a: tl.test_seconds(tl.selected(args.boot, args.full)) for a, tl in lists.items()}
-    order = ([] if args.no_check else ["check"]) + lanes.longest_first(arches, weight)
-    scale = lanes.timeout_scale(args.jobs, len(order))
-    jobs = [(p, (lambda: [_check_report()]) if p == "check" else
-             (lambda a=p: _test_arch(a, args, scale))) for p in order]
+    # At most this many parts at once: check, and every boot of every arch.
+    most = len(parts) + sum(max(1, len(tl.selected(args.boot, args.full)))
+                            for tl in lists.values())
+    scale = lanes.timeout_scale(args.jobs, most)
+    for a, tl in lists.items():
+        parts += _arch_parts(profile.load(a), tl.scaled(scale), args)
     if scale > 1:
-        say(f"test: {', '.join(order)}, {args.jobs} at a time; "
+        say(f"test: {', '.join(lanes.start_order(parts))}, {args.jobs} at a time; "
             f"test timeouts x{scale}, as the lanes share the cores")
-    done = lanes.run(jobs, args.jobs)
-    parts = ([] if args.no_check else ["check"]) + arches
-    return _print_reports([r for p in parts for r in done[p]], "test")
+    done = lanes.run(parts, args.jobs)
+    # Reported in the order of the list, whatever order they ran in.
+    return _print_reports([r for p in parts for r in done[p.name]], "test")
 
 
 def _bench_out(kind: str) -> Path:

@@ -8,6 +8,7 @@ and on a guest that panicked or had to be killed.
 """
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lab import initramfs, kernel, ktap, lanes, paths, qemu, selftests, splat, testlist
 from lab.kernel import Build
@@ -201,17 +202,12 @@ def panic_check(b: Build, initrd) -> BootReport:
     return rep
 
 
-def run_arch(prof: Profile, variant: str = "patched", debug: bool = True,
-             boots: list[str] | None = None, timeout_scale: int = 1,
-             full: bool = False) -> list[BootReport]:
-    tl = testlist.load(prof.arch).scaled(timeout_scale)
-    selected = tl.selected(boots, full)
+def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
+               debug: bool = True) -> tuple[Build, Path]:
+    """The kernel, selftests and initramfs that every boot of the arch uses."""
     b = Build(prof, variant, debug)
     with lanes.BUILD_LOCK:
         kernel.build(b)
         selftests.build(b)
         initrd = initramfs.build(b, tl, paths.BUILD / f"initramfs-{b.name}.cpio.gz")
-    reports = [panic_check(b, initrd)]
-    for boot in selected:
-        reports.append(run_boot(b, tl, initrd, boot))
-    return reports
+    return b, initrd

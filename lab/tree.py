@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lab import paths, series
+from lab import base, paths, series
 from lab.progress import LabError, say
 
 # The project identity: author of the base commit and committer of the series.
@@ -51,10 +51,58 @@ def base_subject(label: str) -> str:
     return f"base: {label}"
 
 
+def base_cache(source: Path) -> Path | None:
+    """Where the imported base of a tarball is kept, by the tarball's sha256;
+    none for a tree of the user's own, whose files may change."""
+    if source.is_dir():
+        return None
+    return paths.CACHE / f"base-{base.sha256_of(source)[:16]}.git"
+
+
+def _clone_base(cache: Path, tree: Path, label: str) -> bool:
+    """tree as a clone of the cached import (its objects hard-linked, not
+    copied): 11 s where a fresh import takes 67 s (34 s of tar, 33 s of git
+    add and commit). False, with tree removed, if the cache cannot serve."""
+    try:
+        subprocess.run(["git", "clone", "-q", "--no-checkout", str(cache), str(tree)],
+                       check=True, capture_output=True)
+        git(tree, "remote", "remove", "origin")
+        if tree_base_label(tree) != label:
+            raise LabError(f"its base commit is not {base_subject(label)!r}")
+        git(tree, "checkout", "-q", "-B", "series", BASE_TAG)
+    except (subprocess.CalledProcessError, LabError) as e:
+        why = e.stderr.decode(errors="replace").strip() if isinstance(
+            e, subprocess.CalledProcessError) else str(e)
+        say(f"tree: the cached base {cache} is unusable ({why}); importing afresh")
+        shutil.rmtree(tree, ignore_errors=True)
+        return False
+    git(tree, "config", "core.autocrlf", "false")
+    _unhide_toplevel(tree)
+    return True
+
+
+def _save_base(tree: Path, cache: Path) -> None:
+    """Keep the base commit for the next import (a fresh clone's make tree)."""
+    tmp = cache.with_name(f"{cache.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(tree), str(tmp)], check=True,
+                   capture_output=True)
+    try:
+        tmp.rename(cache)           # whole or not at all, even beside another make tree
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def import_base(tree: Path, source: Path, label: str) -> None:
     """Create tree as a git repo whose one commit is source (tarball or dir)."""
     if tree.exists():
         shutil.rmtree(tree)
+    cache = base_cache(source)
+    if cache and (cache / "HEAD").exists():
+        say(f"tree: cloning {label} into {tree} from {cache}")
+        if _clone_base(cache, tree, label):
+            return
     tree.mkdir(parents=True)
     say(f"tree: importing {label} into {tree}")
     if source.is_dir():
@@ -71,6 +119,8 @@ def import_base(tree: Path, source: Path, label: str) -> None:
     git(tree, "commit", "-q", "--no-verify", "-m", base_subject(label),
         env=_ident_env("2000-01-01T00:00:00Z"))
     git(tree, "tag", BASE_TAG)
+    if cache:
+        _save_base(tree, cache)
     _unhide_toplevel(tree)
 
 

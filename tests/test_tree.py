@@ -1,10 +1,12 @@
 """The import -> export round trip on a tiny stand-in for the kernel tree."""
+import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from lab import tree
+from lab import check, paths, series, tree
 from lab.progress import LabError
 
 
@@ -129,3 +131,51 @@ def test_broken_patch_names_the_patch_and_the_hunk(tmp_path, base_dir):
     msg = str(e.value)
     assert "patches/mm-topic/0001-mm-touch-line-20.patch does not apply" in msg
     assert "mm/vmscan.c: Hunk #1 FAILED at 17" in msg
+
+
+@pytest.mark.skipif(not shutil.which("quilt"), reason="quilt not installed (make deps)")
+def test_quilt_takes_the_series_onto_the_base_files_it_touches(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    tree.import_base(t, base_dir, "test base")
+    text = (base_dir / "mm/vmscan.c").read_text().replace("line 5\n", "line five\n")
+    commit(t, "mm/vmscan.c", text, "mm: multi-gen LRU: first", "mm-topic")
+    commit(t, "virt/kvm/new.c", "int x;\n", "KVM: add a file", "kvm-topic")
+    tree.export(t, patches)
+    entries = series.load(patches)
+    dest = tmp_path / "quilt"
+    assert check.check_quilt(t, patches, entries, dest) == []
+    assert (dest / "mm/vmscan.c").read_text() == text
+    assert not (dest / "Makefile").exists()          # only what the series touches
+    # A patch whose context the base lacks: quilt's refusal names it.
+    p = patches / "mm-topic/0001-mm-multi-gen-LRU-first.patch"
+    p.write_text(p.read_text().replace(" line 4\n", " line four\n"))
+    found = check.check_quilt(t, patches, entries, dest)
+    assert len(found) == 1 and "0001-mm-multi-gen-LRU-first.patch" in found[0], found
+
+
+def test_a_second_import_of_a_tarball_clones_the_first(tmp_path, base_dir, monkeypatch, capsys):
+    monkeypatch.setattr(paths, "CACHE", tmp_path / "cache")
+    tarball = tmp_path / "linux-source.tar.xz"
+    with tarfile.open(tarball, "w:xz") as tf:
+        tf.add(base_dir, arcname="linux-source-6.12")
+    first, second = tmp_path / "one" / "linux", tmp_path / "two" / "linux"
+    tree.import_base(first, tarball, "test base")
+    assert "importing test base" in capsys.readouterr().err
+    tree.import_base(second, tarball, "test base")
+    assert "cloning test base" in capsys.readouterr().err
+    assert sh(first, "git", "rev-parse", "base") == sh(second, "git", "rev-parse", "base")
+    assert sh(second, "git", "status", "--porcelain") == ""
+    assert sh(second, "git", "remote") == ""
+    assert sh(second, "git", "symbolic-ref", "--short", "HEAD").strip() == "series"
+    (second / "mm" / "new.c").write_text("x\n")      # Debian's .gitignore unhidden too
+    assert "?? mm/new.c" in sh(second, "git", "status", "--porcelain")
+    # A cache that cannot serve is said and replaced by a fresh import.
+    cache = tree.base_cache(tarball)
+    shutil.rmtree(cache / "objects")
+    (cache / "objects").mkdir()
+    tree.import_base(second, tarball, "test base")
+    out = capsys.readouterr().err
+    assert "unusable" in out and "importing test base" in out
+    assert sh(first, "git", "rev-parse", "base") == sh(second, "git", "rev-parse", "base")
