@@ -3,7 +3,7 @@
 #   make test [TEST_ARCH=..] [TEST_JOBS=n] [FULL=1] [TEST_BOOT=..]   pytest + make check +
 #                                  build, boot and selftest each arch (check and arches
 #                                  side by side, n at once; FULL=1 adds the long matrices)
-#   make check                     checkpatch, git am + quilt, each patch built alone
+#   make check [CHECK_REBUILD=1]   checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
 #   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
 #   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
@@ -22,6 +22,8 @@ VENV    := build/venv
 
 export LAB_BASE_TARBALL := $(BASE_TARBALL)
 export LAB_BASE_TREE := $(BASE_TREE)
+# make check redoes the per-patch builds that passed before with the same inputs.
+export LAB_CHECK_REBUILD := $(CHECK_REBUILD)
 
 BENCH   ?= default
 LAB := $(PYTHON) -m lab

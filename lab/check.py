@@ -15,11 +15,16 @@ It also checks itself on fixtures (tests/fixtures/check): a mis-styled
 patch must be refused and a patch that breaks the build of a later one must
 be named, or the check is worthless.
 """
+import dataclasses
 import fnmatch
+import functools
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,12 +172,14 @@ class Report:
     rows: list = field(default_factory=list)       # [(label, ktap.Result)]
     problems: list = field(default_factory=list)
 
-    def add(self, label: str, problems: list[str]) -> None:
+    def add(self, label: str, problems: list[str], how: str = "") -> None:
+        """how: a passed row's note (printed after `# ` on its KTAP line)."""
         status = ktap.FAIL if problems else ktap.PASS
         self.rows.append((f"check: {label}", ktap.Result(label, status,
-                                                         problems[0] if problems else "")))
+                                                         problems[0] if problems else how)))
         self.problems += [f"check: {label}: {p}" for p in problems]
-        say(f"check: {label}: {'ok' if not problems else 'FAILED: ' + problems[0]}")
+        said = "FAILED: " + problems[0] if problems else "ok" + (f" ({how})" if how else "")
+        say(f"check: {label}: {said}")
 
 
 def check_style(src: Path, patches_dir: Path, entries: list) -> dict[str, list[str]]:
@@ -251,6 +258,75 @@ def _commits(src: Path, n: int) -> list[str]:
     return shas
 
 
+# ------------------------------------------------- builds that passed before
+
+# Every input of a per-patch build besides the tree, the plan and the
+# fragments: the code that runs it.
+BUILD_CODE = [paths.ROOT / "lab" / f for f in ("check.py", "kernel.py", "selftests.py")]
+
+
+def _first_line(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True).stdout
+    except OSError:
+        return f"{argv[0]}: not found"
+    return (out.splitlines() or [""])[0]
+
+
+@functools.cache
+def toolchain(cross_compile: str) -> str:
+    """The compiler, the linker and the C library the selftests link
+    statically: their versions and libc.a's sha256."""
+    gcc = f"{cross_compile}gcc"
+    libc = Path(_first_line([gcc, "-print-file-name=libc.a"]))
+    libc_sum = (hashlib.sha256(libc.read_bytes()).hexdigest() if libc.is_file()
+                else "no libc.a")
+    return "\n".join([_first_line([gcc, "--version"]),
+                      _first_line([f"{cross_compile}ld", "--version"]), libc_sum])
+
+
+def build_key(src: Path, sha: str, plan: BuildPlan) -> str:
+    """What decides whether commit sha builds as plan asks: its tree (the
+    whole source, not the commit: the same patch on the same base has the
+    same tree anywhere), the plan, the config fragments, the toolchain of
+    the arch and of the host (scripts/, HOSTCC), and the harness code that
+    runs the build."""
+    b = Build(profile.load(plan.arch), kernel.CHECK, debug=True)
+    h = hashlib.sha256()
+    inputs = [("tree", tree.git(src, "rev-parse", f"{sha}^{{tree}}").strip()),
+              ("plan", json.dumps(dataclasses.asdict(plan), sort_keys=True))]
+    inputs += [(f.name, f.read_text()) for f in b.fragments()]
+    inputs += [("toolchain", toolchain(b.profile.cross_compile)), ("host", toolchain(""))]
+    inputs += [(f.name, f.read_text()) for f in BUILD_CODE]
+    for name, text in inputs:
+        h.update(f"{name}\0{text}\0".encode())
+    return h.hexdigest()
+
+
+def _passed_file(key: str) -> Path:
+    return paths.CACHE / "check-builds" / f"{key}.json"
+
+
+def passed_before(key: str) -> dict | None:
+    """The record of a build with this key that passed, unless the user asks
+    for every build again (CHECK_REBUILD=1). Failures are never kept: a
+    broken build is built, and its errors shown, every time."""
+    if os.environ.get("LAB_CHECK_REBUILD"):
+        return None
+    try:
+        return json.loads(_passed_file(key).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def remember_pass(key: str, record: dict) -> None:
+    f = _passed_file(key)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f.with_name(f"{f.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(record) + "\n")
+    tmp.rename(f)
+
+
 def build_one(src: Path, sha: str, plan: BuildPlan, log: Path) -> list[str]:
     """Build what plan asks at commit sha; return the problems (none: ok)."""
     tree.git(src, "checkout", "-q", "-f", sha)
@@ -297,17 +373,28 @@ def check_bisect(src: Path, patches_dir: Path, entries: list, rep: Report,
     shas = _commits(src, len(entries))
     plans = {e.path: plan_builds(touched_files((patches_dir / e.path).read_text()))
              for e in entries}
-    configure_check_builds({a for p in plans.values() for a in p})
     found = {}
     for e, sha in zip(entries, shas):
         for arch, plan in sorted(plans[e.path].items()):
+            label = f"{label_prefix}{e.path} builds alone on {arch}"
+            key = build_key(src, sha, plan)
+            before = passed_before(key)
+            if before:
+                found.setdefault(e.path, [])
+                rep.add(label, [], f"built and passed {before['when']}, same tree, plan, "
+                                   f"config, compilers and harness (CHECK_REBUILD=1 redoes it)")
+                continue
+            configure_check_builds({arch})
             log = paths.LOGS / f"check-{arch}-{Path(e.path).stem[:40]}.log"
             log.unlink(missing_ok=True)
             what = ", ".join(plan.targets + (["kvm selftests"] if plan.selftests else []))
             say(f"check: {e.path} on {arch}: {what} (log {log})")
             problems = build_one(src, sha, plan, log)
             found.setdefault(e.path, []).extend(problems)
-            rep.add(f"{label_prefix}{e.path} builds alone on {arch}", problems)
+            rep.add(label, problems)
+            if not problems:
+                remember_pass(key, {"patch": e.path, "arch": arch,
+                                    "when": time.strftime("%Y-%m-%d %H:%M %Z")})
     return found
 
 

@@ -90,7 +90,7 @@ def render(rows: list[tuple[str, Result]]) -> str:
     counts = {PASS: 0, FAIL: 0, SKIP: 0}
     for i, (label, r) in enumerate(rows, 1):
         if r.status == PASS:
-            out.append(f"ok {i} {label}")
+            out.append(f"ok {i} {label}" + (f" # {r.detail}" if r.detail else ""))
             counts[PASS] += 1
         elif r.status == FLAKY:
             out.append(f"ok {i} {label} # flaky: {r.detail}")

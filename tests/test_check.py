@@ -1,3 +1,4 @@
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,40 @@ def test_fixture_series_are_well_formed():
         "fixture/0001-KVM-arm64-Rename-kvm_pgtable_walk_skip_cmo.patch",
         "fixture/0002-KVM-arm64-Add-stage2_fixture_needs_cmo.patch"]
     assert len(series.load(FIXTURES / "style")) == 1
+
+
+def _git(repo, *argv):
+    return subprocess.run(["git", "-C", str(repo), *argv], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_build_key_is_the_tree_not_the_commit(tmp_path):
+    repo = tmp_path / "linux"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "pgtable.c").write_text("int a;\n")
+    ident = ["-c", "user.name=A", "-c", "user.email=a@example.org"]
+    _git(repo, "add", "pgtable.c")
+    _git(repo, *ident, "commit", "-q", "-m", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    _git(repo, *ident, "commit", "-q", "--allow-empty", "-m", "same tree, other commit")
+    same = _git(repo, "rev-parse", "HEAD")
+    (repo / "pgtable.c").write_text("int b;\n")
+    _git(repo, *ident, "commit", "-q", "-am", "other tree")
+    other = _git(repo, "rev-parse", "HEAD")
+    plan = check.plan_builds(["arch/arm64/kvm/hyp/pgtable.c"])["arm64"]
+    key = check.build_key(repo, first, plan)
+    assert check.build_key(repo, same, plan) == key
+    assert check.build_key(repo, other, plan) != key
+    wider = check.plan_builds(["arch/arm64/kvm/hyp/pgtable.c", "mm/vmscan.c"])["arm64"]
+    assert check.build_key(repo, first, wider) != key
+
+
+def test_a_remembered_pass_is_found_unless_a_rebuild_is_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(check.paths, "CACHE", tmp_path)
+    monkeypatch.delenv("LAB_CHECK_REBUILD", raising=False)
+    assert check.passed_before("k1") is None
+    check.remember_pass("k1", {"patch": "t/0001.patch", "arch": "arm64", "when": "then"})
+    assert check.passed_before("k1")["when"] == "then"
+    monkeypatch.setenv("LAB_CHECK_REBUILD", "1")
+    assert check.passed_before("k1") is None
