@@ -47,7 +47,9 @@ def test_base_import_keeps_every_file_and_new_files_are_visible(tmp_path, base_d
     assert tree.tree_base_label(t) == "test base"
 
 
-def test_round_trip_is_byte_identical(tmp_path, base_dir):
+def two_topics(tmp_path, base_dir):
+    """The tree with a change of mm/vmscan.c and a new file, in two topics:
+    (tree, empty patches dir, the new text of mm/vmscan.c)."""
     t = tmp_path / "linux"
     patches = tmp_path / "patches"
     patches.mkdir()
@@ -55,6 +57,11 @@ def test_round_trip_is_byte_identical(tmp_path, base_dir):
     text = (base_dir / "mm/vmscan.c").read_text().replace("line 5\n", "line five\n")
     commit(t, "mm/vmscan.c", text, "mm: multi-gen LRU: first", "mm-topic")
     commit(t, "virt/kvm/new.c", "int x;\n", "KVM: add a file", "kvm-topic")
+    return t, patches, text
+
+
+def test_round_trip_is_byte_identical(tmp_path, base_dir):
+    t, patches, text = two_topics(tmp_path, base_dir)
     commit(t, "mm/vmscan.c", text.replace("line 30\n", "line thirty\n"),
            "mm: multi-gen LRU: second", "mm-topic")
     changed = tree.export(t, patches)
@@ -135,13 +142,7 @@ def test_broken_patch_names_the_patch_and_the_hunk(tmp_path, base_dir):
 
 @pytest.mark.skipif(not shutil.which("quilt"), reason="quilt not installed (make deps)")
 def test_quilt_takes_the_series_onto_the_base_files_it_touches(tmp_path, base_dir):
-    t = tmp_path / "linux"
-    patches = tmp_path / "patches"
-    patches.mkdir()
-    tree.import_base(t, base_dir, "test base")
-    text = (base_dir / "mm/vmscan.c").read_text().replace("line 5\n", "line five\n")
-    commit(t, "mm/vmscan.c", text, "mm: multi-gen LRU: first", "mm-topic")
-    commit(t, "virt/kvm/new.c", "int x;\n", "KVM: add a file", "kvm-topic")
+    t, patches, text = two_topics(tmp_path, base_dir)
     tree.export(t, patches)
     entries = series.load(patches)
     dest = tmp_path / "quilt"
