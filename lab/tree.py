@@ -75,6 +75,7 @@ def _clone_base(cache: Path, tree: Path, label: str) -> bool:
             e, subprocess.CalledProcessError) else str(e)
         say(f"tree: the cached base {cache} is unusable ({why}); importing afresh")
         shutil.rmtree(tree, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)      # the import keeps a new one
         return False
     git(tree, "config", "core.autocrlf", "false")
     _unhide_toplevel(tree)

@@ -180,3 +180,5 @@ def test_a_second_import_of_a_tarball_clones_the_first(tmp_path, base_dir, monke
     out = capsys.readouterr().err
     assert "unusable" in out and "importing test base" in out
     assert sh(first, "git", "rev-parse", "base") == sh(second, "git", "rev-parse", "base")
+    tree.import_base(second, tarball, "test base")     # and the cache is whole again
+    assert "cloning test base" in capsys.readouterr().err
