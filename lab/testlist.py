@@ -7,7 +7,10 @@ in the list with `skip = "reason"`: it is reported as skipped, never dropped.
 The guest runs a failed test once more. `[[flaky]]` entries name the failures
 that emulation causes now and then (a regex over the failed run's result and
 output, and the measurement that showed it): only such a failure followed by a
-pass counts as a pass, reported as flaky; any other failure stands.
+pass counts as a pass, reported as flaky; any other failure stands. An entry
+with `kind = "crash"` names a crash of the guest kernel instead (a regex over
+the console lines of the test that was running): the boot's remaining tests
+then run in a second boot, which must not crash (testrun.run_boot).
 
 A boot with `full = true` is left out of the default run (make test), which
 must stay short: it holds the long matrices (every guest mode with every
@@ -51,10 +54,14 @@ class Test:
         return "KSELFTEST_" + re.sub(r"[^A-Za-z0-9_]", "_", self.basename).upper() + "_ARGS"
 
 
+FLAKY_KINDS = ("failure", "crash")
+
+
 @dataclass(frozen=True)
 class Flaky:
     match: str         # regex searched in the result's directive and the run's output
     why: str
+    kind: str = "failure"   # or "crash": a regex over the console of a guest that crashed
 
     def matches(self, run: ktap.Run) -> bool:
         return any(re.search(self.match, ln)
@@ -70,7 +77,12 @@ class TestList:
 
     def known_flake(self, run: ktap.Run) -> Flaky | None:
         """The [[flaky]] entry a failed run matches, if any."""
-        return next((f for f in self.flaky if f.matches(run)), None)
+        return next((f for f in self.flaky if f.kind == "failure" and f.matches(run)), None)
+
+    def known_crash(self, lines: list[str]) -> Flaky | None:
+        """The crash entry whose regex one of these console lines matches."""
+        return next((f for f in self.flaky if f.kind == "crash"
+                     and any(re.search(f.match, ln) for ln in lines)), None)
 
     def tests_for(self, boot: str) -> list[Test]:
         return [t for t in self.tests if boot in t.boots]
@@ -145,7 +157,10 @@ def parse(text: str, arch: str, origin: str) -> TestList:
             re.compile(f["match"])
         except re.error as e:
             raise LabError(f"{origin}: flaky #{i}: bad regex {f['match']!r}: {e}") from e
-        flaky.append(Flaky(f["match"], " ".join(f["why"].split())))
+        kind = f.get("kind", "failure")
+        if kind not in FLAKY_KINDS:
+            raise LabError(f"{origin}: flaky #{i}: kind {kind!r}, not one of {FLAKY_KINDS}")
+        flaky.append(Flaky(f["match"], " ".join(f["why"].split()), kind))
     return TestList(arch, boots, tuple(tests), tuple(flaky))
 
 

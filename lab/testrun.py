@@ -134,6 +134,22 @@ def unexplained_end(con: qemu.Console) -> bool:
             and not splat.scan(con.lines))
 
 
+def known_crash(tl: testlist.TestList, con: qemu.Console) -> testlist.Flaky | None:
+    """The [[flaky]] crash entry that explains how the guest ended: its
+    kernel panicked while a test ran, every splat came in that test, and the
+    entry's regex matches a console line of it. None for any other end."""
+    if con.outcome != qemu.EXITED_EARLY or not any("Kernel panic" in ln for ln in con.lines):
+        return None
+    lines = [ktap.clean(ln) for ln in con.lines]
+    starts = [i for i, ln in enumerate(lines) if ktap.header_test(ln)]
+    if not starts:
+        return None
+    running = ktap.header_test(lines[starts[-1]])
+    if any(s.test != running for s in splat.scan(con.lines)):
+        return None
+    return tl.known_crash(lines[starts[-1]:])
+
+
 def resume_point(tl: testlist.TestList, boot: str, con: qemu.Console) -> int:
     """1-based index (lab.from=) of the first runnable test without a result."""
     done = ktap.runs(con.lines)
@@ -154,21 +170,27 @@ def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, lab
 
 
 def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot) -> BootReport:
-    """One boot of the list. If the guest ends without a kernel message while
-    tests remain, the rest run once more in a second boot, starting with the
-    test that was running: a reproducible failure fails there too, and the
-    first ending stays in the report as a note either way."""
+    """One boot of the list. If the guest ends without a kernel message, or
+    with a crash that a [[flaky]] crash entry names, while tests remain, the
+    rest run once more in a second boot, starting with the test that was
+    running: a reproducible failure fails there too (a second crash is a
+    splat like any other), and the first ending stays in the report as a
+    note either way."""
     label = f"{b.profile.arch}/{boot.name}"
     log = paths.LOGS / f"boot-{b.name}-{boot.name}.log"
     con = _boot_once(b, tl, initrd, boot, label, "", log)
     rep = judge_boot(tl, boot.name, con, log)
-    start = resume_point(tl, boot.name, con) if unexplained_end(con) else 0
+    crash = known_crash(tl, con)
+    start = resume_point(tl, boot.name, con) if unexplained_end(con) or crash else 0
     if start:
         rest = initramfs.runnable(tl, boot.name)[start - 1].name
-        note = (f"{label}: QEMU exited (code {con.returncode}) after {con.seconds:.0f} s "
-                f"without a kernel message; tests from {rest} on ran in a second boot. "
-                f"Last console lines of the first (log {log}):\n{con.tail(10)}")
-        say(f"boot {label}: {con.outcome} without a kernel message; resuming at {rest}")
+        how = (f"the guest kernel crashed, a known emulation flake ({crash.why})" if crash
+               else f"QEMU exited (code {con.returncode}) without a kernel message")
+        note = (f"{label}: after {con.seconds:.0f} s {how}; tests from {rest} on ran in a "
+                f"second boot. Last console lines of the first (log {log}):\n"
+                f"{con.tail(30 if crash else 10)}")
+        say(f"boot {label}: {'known crash' if crash else con.outcome + ' without a kernel message'}"
+            f"; resuming at {rest}")
         log2 = paths.LOGS / f"boot-{b.name}-{boot.name}-resumed.log"
         con2 = _boot_once(b, tl, initrd, boot, label, f"lab.from={start}", log2)
         rep2 = judge_boot(tl, boot.name, con2, log2, earlier=ktap.runs(con.lines))

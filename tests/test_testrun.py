@@ -1,6 +1,9 @@
+from pathlib import Path
+
 import pytest
 
 from lab import ktap, qemu, testlist, testrun
+from lab.progress import LabError
 
 LIST = """
 [[boot]]
@@ -86,3 +89,44 @@ def test_a_failure_counts_unless_it_is_a_known_flake_that_passed_again(runs, sta
         assert "a vCPU of the legacy MMU shuts down" in note and "exit_reason=SHUTDOWN" in note
     else:
         assert note == ""
+
+
+# A real ending (make test, 2026-11-23): the x86 guest kernel oopsed on its
+# own stack while dirty_log_perf_test ran, and panicked.
+STACK_OOPS = (Path(__file__).parent / "fixtures/console/x86-l1-stack-oops.log").read_text(
+    ).splitlines(keepends=True)
+CRASH_ENTRY = """
+[[flaky]]
+kind = "crash"
+match = "Thread overran stack"
+why = "the guest kernel jumped to its own stack"
+"""
+
+
+def test_a_known_crash_resumes_at_the_test_that_was_running():
+    tl = testlist.parse(LIST + CRASH_ENTRY, "x86_64", "t")
+    con = console(STACK_OOPS)
+    assert not testrun.unexplained_end(con)        # a kernel message: not silent
+    assert testrun.known_crash(tl, con).why == "the guest kernel jumped to its own stack"
+    assert testrun.resume_point(tl, "tdp", con) == 2    # dirty_log_perf_test
+    # the x86 list names it
+    assert testrun.known_crash(testlist.load("x86_64"), con).kind == "crash"
+
+
+def test_other_crashes_are_not_resumed():
+    tl = testlist.parse(LIST + CRASH_ENTRY.replace("Thread overran stack", "no such line"),
+                        "x86_64", "t")
+    assert testrun.known_crash(tl, console(STACK_OOPS)) is None
+    tl = testlist.parse(LIST + CRASH_ENTRY, "x86_64", "t")
+    # a splat in an earlier test: the boot was not sound before the crash
+    earlier = STACK_OOPS[:3] + ["[    9.0] WARNING: CPU: 0 PID: 1 at mm/x.c:1 f+0x0/0x1\n"]
+    assert testrun.known_crash(tl, console(earlier + STACK_OOPS[3:])) is None
+    # the arm64 list names no crash
+    assert testrun.known_crash(testlist.load("arm64"), console(STACK_OOPS)) is None
+    # a test failure entry does not cover a crash
+    assert testrun.known_crash(testlist.parse(LIST, "x86_64", "t"), console(STACK_OOPS)) is None
+
+
+def test_a_crash_entry_of_unknown_kind_is_refused():
+    with pytest.raises(LabError, match="kind 'panic'"):
+        testlist.parse(LIST + CRASH_ENTRY.replace('"crash"', '"panic"'), "x86_64", "t")
