@@ -51,6 +51,12 @@ def work_behind(parts: list[Part]) -> dict[str, float]:
     return {p.name: chain(p) for p in parts}
 
 
+def _first_to_start(ready: list[Part], behind: dict[str, float]) -> Part:
+    """Of the ready parts, the one with the most work behind it; of ties,
+    the first."""
+    return max(ready, key=lambda p: behind[p.name])
+
+
 def start_order(parts: list[Part]) -> list[str]:
     """The order in which one lane would start the parts: each time, of the
     parts whose `after` have ended, the one with the most work behind it;
@@ -60,7 +66,7 @@ def start_order(parts: list[Part]) -> list[str]:
     order = []
     while len(order) < len(parts):
         ready = [p for p in parts if p.name not in done and set(p.after) <= done]
-        nxt = max(ready, key=lambda p: behind[p.name])   # max keeps the first of ties
+        nxt = _first_to_start(ready, behind)
         order.append(nxt.name)
         done.add(nxt.name)
     return order
@@ -91,7 +97,7 @@ def run(parts: list[Part], lanes: int) -> dict:
         while pending or running:
             ready = [p for p in pending if set(p.after) <= results.keys()]
             while ready and len(running) < max(1, lanes):
-                nxt = max(ready, key=lambda p: behind[p.name])
+                nxt = _first_to_start(ready, behind)
                 ready.remove(nxt)
                 pending.remove(nxt)
                 running[pool.submit(nxt.fn)] = nxt.name
