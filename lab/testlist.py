@@ -14,7 +14,9 @@ then run in a second boot, which must not crash (testrun.run_boot).
 
 A boot with `full = true` is left out of the default run (make test), which
 must stay short: it holds the long matrices (every guest mode with every
-backing) that `make test FULL=1`, or naming the boot, runs.
+backing) that `make test FULL=1`, or naming the boot, runs. A test without
+`boots` runs in every boot of the default run; a full boot runs only the
+tests that name it.
 """
 import dataclasses
 import re
@@ -139,7 +141,7 @@ def parse(text: str, arch: str, origin: str) -> TestList:
         unknown = set(t) - {"name", "args", "timeout", "boots", "skip", "files", "must_run"}
         if unknown:
             raise LabError(f"{origin}: test {t['name']}: unknown keys {sorted(unknown)}")
-        tb = tuple(t.get("boots", boot_names))
+        tb = tuple(t.get("boots", [b.name for b in boots if not b.full]))
         bad = [b for b in tb if b not in boot_names]
         if bad:
             raise LabError(f"{origin}: test {t['name']}: unknown boot(s) {bad}")

@@ -38,6 +38,20 @@ def test_parse_defaults_and_boots():
     assert tl.budget("tdp", 90) == 90 + 65 + 185 + 185
 
 
+def test_a_full_boot_runs_only_the_tests_that_name_it():
+    tl = testlist.parse(LIST + """
+[[boot]]
+name = "max-memslots"
+full = true
+[[test]]
+name = "set_memory_region_test"
+boots = ["max-memslots"]
+""", "x86_64", "t")
+    # dirty_log_test names no boot: every boot of the default run, not the full one
+    assert tl.tests[0].boots == ("tdp", "shadow")
+    assert [t.name for t in tl.tests_for("max-memslots")] == ["set_memory_region_test"]
+
+
 def test_args_variable_matches_kselftest_runner():
     # runner.sh: tr -c "[:alnum:]_" "_" on the basename, then upper case
     tl = testlist.parse(LIST, "x86_64", "t")
