@@ -15,7 +15,7 @@ from lab import base, deps, paths
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.selftests import install_dir
-from lab.testlist import TestList
+from lab.testlist import RETRIES_PER_BOOT, TestList
 
 GUEST_FILES = Path(__file__).parent / "guest"
 
@@ -39,23 +39,24 @@ def busybox(debian_arch: str) -> Path:
     return cached
 
 
-# A failed test runs once more, at most one per boot; the host decides what
-# the second run means (testlist.py, [[flaky]]). The runner's exit code does
-# not tell a failure, so the guest's timeout wrapper leaves the test's in
-# /tmp/lab-test-rc (0 pass, 4 skip as kselftest's runner counts them). The
-# runner's output goes straight to the console: through a pipe, its sed
-# would hold a test's output until the test ends.
+# A failed test runs once more, at most RETRIES_PER_BOOT tests per boot; the
+# host decides what the second run means (testlist.py, [[flaky]]). The
+# runner's exit code does not tell a failure, so the guest's timeout wrapper
+# leaves the test's in /tmp/lab-test-rc (0 pass, 4 skip as kselftest's
+# runner counts them). The runner's output goes straight to the console:
+# through a pipe, its sed would hold a test's output until the test ends.
 RUN_TEST = r"""run_test() {
 	rm -f /tmp/lab-test-rc
 	"$@"
 	rc=$(cat /tmp/lab-test-rc 2>/dev/null)
 	case "$rc" in '' | 0 | 4) return 0 ;; esac
-	[ -e /tmp/lab-retried ] && return 0
-	touch /tmp/lab-retried
+	retried=$(cat /tmp/lab-retried 2>/dev/null)
+	[ "${retried:-0}" -lt @RETRIES@ ] || return 0
+	echo $((${retried:-0} + 1)) > /tmp/lab-retried
 	for last in "$@"; do :; done
 	echo "LAB-RETRY ${last#kvm:}"
 	"$@"
-}"""
+}""".replace("@RETRIES@", str(RETRIES_PER_BOOT))
 
 
 def boot_script(tests: TestList, boot: str) -> str:
