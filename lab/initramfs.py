@@ -39,24 +39,25 @@ def busybox(debian_arch: str) -> Path:
     return cached
 
 
-# A failed test runs once more, at most RETRIES_PER_BOOT tests per boot; the
-# host decides what the second run means (testlist.py, [[flaky]]). The
-# runner's exit code does not tell a failure, so the guest's timeout wrapper
-# leaves the test's in /tmp/lab-test-rc (0 pass, 4 skip as kselftest's
-# runner counts them). The runner's output goes straight to the console:
-# through a pipe, its sed would hold a test's output until the test ends.
+# A failed test runs once more, at most RETRIES_PER_BOOT tests per boot
+# (retries_left, which boot_script sets; run_test runs in the script's own
+# shell); the host decides what the second run means (testlist.py,
+# [[flaky]]). The runner's exit code does not tell a failure, so the guest's
+# timeout wrapper leaves the test's in /tmp/lab-test-rc (0 pass, 4 skip as
+# kselftest's runner counts them). The runner's output goes straight to the
+# console: through a pipe, its sed would hold a test's output until the test
+# ends.
 RUN_TEST = r"""run_test() {
 	rm -f /tmp/lab-test-rc
 	"$@"
 	rc=$(cat /tmp/lab-test-rc 2>/dev/null)
 	case "$rc" in '' | 0 | 4) return 0 ;; esac
-	retried=$(cat /tmp/lab-retried 2>/dev/null)
-	[ "${retried:-0}" -lt @RETRIES@ ] || return 0
-	echo $((${retried:-0} + 1)) > /tmp/lab-retried
+	[ "$retries_left" -gt 0 ] || return 0
+	retries_left=$((retries_left - 1))
 	for last in "$@"; do :; done
 	echo "LAB-RETRY ${last#kvm:}"
 	"$@"
-}""".replace("@RETRIES@", str(RETRIES_PER_BOOT))
+}"""
 
 
 def boot_script(tests: TestList, boot: str) -> str:
@@ -67,7 +68,8 @@ def boot_script(tests: TestList, boot: str) -> str:
     the host reports them from the list. Tests are numbered from 1, and
     lab.from=<n> on the command line starts at the n-th (a resumed boot).
     """
-    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}", RUN_TEST,
+    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}",
+             f"retries_left={RETRIES_PER_BOOT}", RUN_TEST,
              "from=$(sed -n 's/.*lab\\.from=\\([0-9]*\\).*/\\1/p' /proc/cmdline)"]
     for n, t in enumerate(runnable(tests, boot), 1):
         lines.append(f"[ {n} -lt \"${{from:-1}}\" ] || run_test env "

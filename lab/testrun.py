@@ -6,7 +6,6 @@ guest, "SKIP <reason>" when the list says it cannot run under TCG, or
 kernel splat (named with the test that was running), on a missing /dev/kvm
 and on a guest that panicked or had to be killed.
 """
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,13 +123,17 @@ def _progress(label: str):
     return on_line
 
 
+def panicked(con: qemu.Console) -> bool:
+    return any("Kernel panic" in ln for ln in con.lines)
+
+
 def unexplained_end(con: qemu.Console) -> bool:
     """The guest was running tests and QEMU exited without a word from the
     kernel: no panic, no splat (e.g. a TCG fault of the emulator, or a
     triple fault, which -no-reboot turns into a clean exit)."""
     return (con.outcome == qemu.EXITED_EARLY
             and any(ln.startswith("LAB-BOOT") for ln in map(ktap.clean, con.lines))
-            and not any("Kernel panic" in ln for ln in con.lines)
+            and not panicked(con)
             and not splat.scan(con.lines))
 
 
@@ -138,7 +141,7 @@ def known_crash(tl: testlist.TestList, con: qemu.Console) -> testlist.Flaky | No
     """The [[flaky]] crash entry that explains how the guest ended: its
     kernel panicked while a test ran, every splat came in that test, and the
     entry's regex matches a console line of it. None for any other end."""
-    if con.outcome != qemu.EXITED_EARLY or not any("Kernel panic" in ln for ln in con.lines):
+    if con.outcome != qemu.EXITED_EARLY or not panicked(con):
         return None
     lines = [ktap.clean(ln) for ln in con.lines]
     starts = [i for i, ln in enumerate(lines) if ktap.header_test(ln)]
@@ -212,7 +215,7 @@ def panic_check(b: Build, initrd) -> BootReport:
     log = paths.LOGS / f"boot-{b.name}-panic-check.log"
     con = qemu.run(argv, BOOT_OVERHEAD, log, DONE)
     rep = BootReport(label, log=str(log), seconds=con.seconds, peak_rss_kib=con.peak_rss_kib)
-    saw_panic = any(re.search(r"Kernel panic", ln) for ln in con.lines)
+    saw_panic = panicked(con)
     ok = con.outcome == qemu.EXITED_EARLY and saw_panic
     detail = f"{con.outcome} after {con.seconds:.0f} s" + ("" if saw_panic else ", no panic seen")
     rep.rows.append((f"{label}: init panic is reported, not waited on",
