@@ -59,6 +59,36 @@ class Run:
     def tail(self, n: int = 25) -> str:
         return "\n".join("    | " + ln for ln in self.output[-n:] or ["(no output)"])
 
+    def why(self) -> str:
+        """The result's directive, with the assertion that failed if the test
+        printed one: the KTAP line then says what failed and where."""
+        failed = assertion(self.output)
+        return f"{self.result.detail} ({failed})" if failed else self.result.detail
+
+
+ASSERTION_HEADER = "==== Test Assertion Failure ===="
+# Lines between a kvm selftest's assertion and its message that say nothing
+# about the failure: the process ids, and the backtrace test_dump_stack()
+# prints with `addr2line -fpai | cat -n` (frames, inlined callers), or its
+# complaint when the guest has no addr2line.
+ASSERTION_NOISE_RE = re.compile(r"^(pid=\d+ tid=\d+ |\d+\s+(0x[0-9a-f]+: |\(inlined by\) )"
+                                r"|sh: addr2line: |\(stack trace empty\)$)")
+ASSERTION_MAX = 300
+
+
+def assertion(output) -> str:
+    """The last failed assertion of a kvm selftest (lib/assert.c) in its
+    output, on one line: "file.c:line: expression: message"; "" if none."""
+    lines = [TIMESTAMP_RE.sub("", ln) for ln in output if not TIMESTAMP_RE.match(ln)]
+    lines = [ln.removeprefix("#").strip() for ln in lines]
+    starts = [i for i, ln in enumerate(lines) if ln == ASSERTION_HEADER]
+    if not starts:
+        return ""
+    said = [ln for ln in lines[starts[-1] + 1:]
+            if ln and ln != ASSERTION_HEADER and not ASSERTION_NOISE_RE.match(ln)]
+    text = ": ".join(said)
+    return text if len(text) <= ASSERTION_MAX else text[:ASSERTION_MAX - 3] + "..."
+
 
 def runs(lines) -> dict[str, list[Run]]:
     """Test basename -> every run of it, in console order (a test run again

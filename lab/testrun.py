@@ -38,17 +38,19 @@ def judge_runs(tl: testlist.TestList, label: str, runs: list) -> tuple:
     pass is a flaky pass, with a note that keeps the failure; any other
     failure stands, and says what the second run did."""
     first = runs[0].result
-    if not first.failed or len(runs) == 1:
+    if not first.failed:
         return first, ""
+    if len(runs) == 1:
+        return ktap.Result(first.name, first.status, runs[0].why()), ""
     again = runs[1].result
     flake = tl.known_flake(runs[0])
     if flake and not again.failed:
-        why = first.detail or first.status
+        why = runs[0].why() or first.status
         return (ktap.Result(first.name, ktap.FLAKY, f"{why}, then passed when run again"),
                 f"{label}: failed ({why}) and passed when run again; a known emulation "
                 f"flake: {flake.why}\n  first run's last lines:\n{runs[0].tail()}")
     return (ktap.Result(first.name, first.status,
-                        f"{first.detail}; run again: {again.detail or again.status}".lstrip("; ")),
+                        f"{runs[0].why()}; run again: {runs[1].why() or again.status}".lstrip("; ")),
             "")
 
 

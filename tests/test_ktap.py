@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from lab import ktap
 
 # What kselftest's runner prints (run_kselftest.sh -t, one call per test),
@@ -88,3 +90,44 @@ def test_render_is_kselftest_format():
         "not ok 4 x86_64/tdp: d # TIMEOUT 60 seconds\n"
         "ok 5 x86_64/tdp: e # flaky: exit=254, then passed\n"
         "# Totals: pass:2 fail:2 xfail:0 xpass:0 skip:1 error:0\n")
+
+
+# A real TDP-MMU boot of make test (2026-11-23, ci-h): a vCPU of
+# dirty_log_perf_test shut down, the test failed its assertion, and the guest
+# (which has no addr2line) ran it again; the second run passed.
+SHUTDOWN_RETRIED = (Path(__file__).parent / "fixtures/console/x86-tdp-vcpu-shutdown-retried.log"
+                    ).read_text().splitlines(keepends=True)
+
+
+def test_a_failed_assertion_is_said_on_one_line():
+    first, again = ktap.runs(SHUTDOWN_RETRIED)["dirty_log_perf_test"]
+    assert ktap.assertion(first.output) == ("dirty_log_perf_test.c:90: get_ucall(vcpu, NULL) == "
+                                            "UCALL_SYNC: Invalid guest sync status: "
+                                            "exit_reason=SHUTDOWN")
+    assert first.why() == ("exit=254 (dirty_log_perf_test.c:90: get_ucall(vcpu, NULL) == "
+                           "UCALL_SYNC: Invalid guest sync status: exit_reason=SHUTDOWN)")
+    assert (again.result.status, again.why()) == (ktap.PASS, "")
+
+
+def test_the_backtrace_of_a_native_host_is_left_out():
+    native = ["# ==== Test Assertion Failure ====",
+              "#   x86_64/dirty_log_page_splitting_test.c:201: stats_populated.pages_2m == "
+              "stats_repopulated.pages_2m",
+              "#   pid=1234 tid=1234 errno=0 - Success",
+              "[  12.5] kvm: a kernel message meanwhile",
+              "#      1\t0x0000000000402c1d: run_test at dirty_log_page_splitting_test.c:201",
+              "#      2\t (inlined by) main at dirty_log_page_splitting_test.c:250",
+              "#      3\t0x00007f0a1b2c3d4e: ?? ??:0",
+              "#   0x40 != 0x3f (stats_populated.pages_2m != stats_repopulated.pages_2m)"]
+    assert ktap.assertion(native) == (
+        "x86_64/dirty_log_page_splitting_test.c:201: stats_populated.pages_2m == "
+        "stats_repopulated.pages_2m: 0x40 != 0x3f (stats_populated.pages_2m != "
+        "stats_repopulated.pages_2m)")
+
+
+def test_output_without_an_assertion_adds_nothing():
+    assert ktap.assertion(["# Random seed: 0x6b8b4567", "# some failure of its own"]) == ""
+    run = ktap.Run(ktap.Result("t", ktap.FAIL, "exit=1"), ("# no assertion",))
+    assert run.why() == "exit=1"
+    long = ["# ==== Test Assertion Failure ====", "#   t.c:1: x", "#   " + "y" * 400]
+    assert len(ktap.assertion(long)) == ktap.ASSERTION_MAX and ktap.assertion(long).endswith("...")

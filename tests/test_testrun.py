@@ -68,7 +68,8 @@ def run(result, *output):
 
 SHUTDOWN = run("dirty_log_perf_test fail exit=254", "# Iteration 1 dirty memory time: 0.01s",
                "#   Invalid guest sync status: exit_reason=SHUTDOWN")
-ASSERTION = run("dirty_log_perf_test fail exit=254", "#   dirty_log_perf_test.c:74: r == 0")
+ASSERTION = run("dirty_log_perf_test fail exit=254", "# ==== Test Assertion Failure ====",
+                "#   dirty_log_perf_test.c:74: r == 0", "#   pid=1 tid=1 errno=4 - Interrupted")
 PASSED = run("dirty_log_perf_test pass")
 
 
@@ -78,7 +79,8 @@ PASSED = run("dirty_log_perf_test pass")
     # a known flake, then a pass: flaky, and the failure is kept
     ([SHUTDOWN, PASSED], ktap.FLAKY, "exit=254, then passed when run again"),
     # an unknown failure stands even if the second run passes
-    ([ASSERTION, PASSED], ktap.FAIL, "exit=254; run again: pass"),
+    ([ASSERTION, PASSED], ktap.FAIL, "exit=254 (dirty_log_perf_test.c:74: r == 0); run again: pass"),
+    ([ASSERTION], ktap.FAIL, "exit=254 (dirty_log_perf_test.c:74: r == 0)"),
     ([SHUTDOWN, SHUTDOWN], ktap.FAIL, "exit=254; run again: exit=254"),
 ])
 def test_a_failure_counts_unless_it_is_a_known_flake_that_passed_again(runs, status, detail):
