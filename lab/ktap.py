@@ -79,13 +79,11 @@ ASSERTION_MAX = 300
 def assertion(output) -> str:
     """The last failed assertion of a kvm selftest (lib/assert.c) in its
     output, on one line: "file.c:line: expression: message"; "" if none."""
-    lines = [TIMESTAMP_RE.sub("", ln) for ln in output if not TIMESTAMP_RE.match(ln)]
-    lines = [ln.removeprefix("#").strip() for ln in lines]
+    lines = [ln.removeprefix("#").strip() for ln in output if not TIMESTAMP_RE.match(ln)]
     starts = [i for i, ln in enumerate(lines) if ln == ASSERTION_HEADER]
     if not starts:
         return ""
-    said = [ln for ln in lines[starts[-1] + 1:]
-            if ln and ln != ASSERTION_HEADER and not ASSERTION_NOISE_RE.match(ln)]
+    said = [ln for ln in lines[starts[-1] + 1:] if ln and not ASSERTION_NOISE_RE.match(ln)]
     text = ": ".join(said)
     return text if len(text) <= ASSERTION_MAX else text[:ASSERTION_MAX - 3] + "..."
 
