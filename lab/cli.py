@@ -1,7 +1,9 @@
 """python3 -m lab <command>: the thin command line the Makefile calls."""
 import argparse
+import errno
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -271,12 +273,27 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def disk_full(e: OSError) -> str:
+    """The one line for a write that found no room: where, and how much is
+    left there (a clean make test grows build/ to about 6.5 GiB)."""
+    where = Path(e.filename) if e.filename else paths.BUILD
+    probe = next((d for d in (where, *where.parents) if d.exists()), Path("/"))
+    free = shutil.disk_usage(probe).free / 2**30
+    return (f"no space left on the device of {where} ({free:.1f} GiB free there now): "
+            f"free some, or point LAB_BUILD (build/) or LAB_CACHE elsewhere")
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.fn(args) or 0
     except LabError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"error: {disk_full(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
