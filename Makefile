@@ -9,6 +9,10 @@
 #   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
 #   make tree / make export        build/linux from patches/, and back
 #   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]
+#   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."]   those tests
+#                                  in one boot of make test's kernel, KTAP out (no pytest, no check)
+#   make shell ARCH=.. [BOOT=..]   that guest's console, the kvm selftests in /kselftest/kvm
+#   make list                      each arch's boots and tests
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
 # your own source as the base instead of base.conf's Debian package.
@@ -31,10 +35,10 @@ LAB := $(PYTHON) -m lab
 VLAB := $(VENV)/bin/python -m lab
 
 .PHONY: all deps venv base tree export kernel selftests test check pytest bench bench-native \
-	compare series clean help
+	compare series clean help run shell list
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(LAB) deps --install
@@ -78,6 +82,20 @@ test: deps
 	@$(MAKE) --no-print-directory -j2 pytest tree
 	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) \
 		$(if $(FULL),--full) $(foreach b,$(TEST_BOOT),--boot $(b))
+
+# The fast loop: no make tree (the tree may hold commits not yet exported),
+# no pytest, no make check; kbuild rebuilds what is stale. ARGS, when given
+# (even empty), replaces the list's arguments of every named test.
+run:
+	@test -n "$(TEST)" || { echo "error: set TEST=<name>[,<name>...] (and BOOT=<boot>; make list shows them)"; exit 1; }
+	@$(LAB) run --arch $(ARCH) $(if $(BOOT),--boot $(BOOT)) --test "$(TEST)" \
+		$(if $(filter undefined,$(origin ARGS)),,--args="$(ARGS)") --kernel-args="$(KERNEL_ARGS)"
+
+shell:
+	@$(LAB) shell --arch $(ARCH) $(if $(BOOT),--boot $(BOOT)) --kernel-args="$(KERNEL_ARGS)"
+
+list:
+	@$(LAB) list
 
 bench: deps venv tree
 	@$(VLAB) bench --level $(BENCH) $(foreach s,$(SCENARIO),--scenario $(s))

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from lab import (base, bench, check, deps, kernel, ktap, lanes, mail, paths, profile,
-                 scenarios, selftests, testlist, testrun, tree)
+from lab import (base, bench, check, deps, devloop, kernel, ktap, lanes, mail, paths,
+                 profile, scenarios, selftests, testlist, testrun, tree)
 from lab.progress import LabError, say
 
 
@@ -123,10 +123,14 @@ BUILD_WEIGHT = 180
 
 
 def _arch_parts(prof: profile.Profile, tl: testlist.TestList, args) -> list[lanes.Part]:
-    """The arch's build (with the panic check), then one part per boot; the
-    boots wait for the build and may run in either lane."""
+    """The arch's build (with the panic check), the kernel of each config
+    the selected boots name (after it: their boots use its initramfs), then
+    one part per boot; a boot waits for its kernel and may run in either
+    lane."""
     arch = prof.arch
     built = {}
+    selected = tl.selected(args.boot, args.full)
+    configs = list(dict.fromkeys(bt.config for bt in selected if bt.config))
 
     def build() -> list:
         try:
@@ -140,15 +144,32 @@ def _arch_parts(prof: profile.Profile, tl: testlist.TestList, args) -> list[lane
             return [rep]
         return [testrun.panic_check(built["b"], built["initrd"])]
 
-    def boot(bt: testlist.Boot) -> list:
-        # Without a build there is nothing to boot: the build's row fails.
+    def build_config(config: str) -> list:
         if "b" not in built:
             return []
-        return [testrun.run_boot(built["b"], tl, built["initrd"], bt)]
+        try:
+            built[config] = testrun.build_kernel(prof, args.variant, not args.no_debug, config)
+        except LabError as e:
+            say(f"error: {e}")
+            rep = testrun.BootReport(f"{arch}/build-{config}", problems=[str(e)])
+            rep.rows.append((f"{arch}: build of the kernel with configs/{config}.config",
+                             ktap.Result("build", ktap.FAIL, "see the error above")))
+            return [rep]
+        return []
 
-    return [lanes.Part(arch, build, BUILD_WEIGHT)] + [
-        lanes.Part(f"{arch}/{bt.name}", lambda bt=bt: boot(bt), tl.test_seconds([bt]), (arch,))
-        for bt in tl.selected(args.boot, args.full)]
+    def boot(bt: testlist.Boot) -> list:
+        # Without a build there is nothing to boot: the build's row fails.
+        kern = bt.config or "b"
+        if kern not in built or "initrd" not in built:
+            return []
+        return [testrun.run_boot(built[kern], tl, built["initrd"], bt)]
+
+    return ([lanes.Part(arch, build, BUILD_WEIGHT)]
+            + [lanes.Part(f"{arch}+{c}", lambda c=c: build_config(c), BUILD_WEIGHT, (arch,))
+               for c in configs]
+            + [lanes.Part(f"{arch}/{bt.name}", lambda bt=bt: boot(bt), tl.test_seconds([bt]),
+                          (f"{arch}+{bt.config}",) if bt.config else (arch,))
+               for bt in selected])
 
 
 def cmd_test(args):
@@ -171,6 +192,20 @@ def cmd_test(args):
     done = lanes.run(parts, args.jobs)
     # Reported in the order of the list, whatever order they ran in.
     return _print_reports([r for p in parts for r in done[p.name]], "test")
+
+
+def cmd_run(args):
+    rep = devloop.run(args.arch, args.boot, args.test, args.args, args.kernel_args)
+    return _print_reports([rep], "run")
+
+
+def cmd_shell(args):
+    return devloop.shell(args.arch, args.boot, args.kernel_args)
+
+
+def cmd_list(args):
+    for a in args.arch or profile.arches():
+        print(testlist.describe(testlist.load(a)), end="")
 
 
 def _bench_out(kind: str) -> Path:
@@ -251,6 +286,22 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("--topic", required=True)
     se.add_argument("--version", type=int, default=1)
     se.set_defaults(fn=cmd_series)
+    r = sub.add_parser("run", help="run some tests in one boot of the test kernel (make run)")
+    r.add_argument("--arch", default="x86_64", choices=profile.arches())
+    r.add_argument("--boot", help="a boot of testlists/<arch>.toml")
+    r.add_argument("--test", required=True, help="test names, comma separated")
+    r.add_argument("--args", help="the tests' arguments, in place of the list's")
+    r.add_argument("--kernel-args", default="", help="added to the boot's command line")
+    r.set_defaults(fn=cmd_run)
+    sh = sub.add_parser("shell", help="the test guest's console, every kvm selftest in "
+                        "/kselftest/kvm (make shell)")
+    sh.add_argument("--arch", default="x86_64", choices=profile.arches())
+    sh.add_argument("--boot", help="a boot of testlists/<arch>.toml (default: its first)")
+    sh.add_argument("--kernel-args", default="", help="added to the boot's command line")
+    sh.set_defaults(fn=cmd_shell)
+    ls = sub.add_parser("list", help="the boots and tests of each arch's list")
+    ls.add_argument("--arch", action="append", choices=profile.arches())
+    ls.set_defaults(fn=cmd_list)
     for name, fn in (("kernel", cmd_kernel), ("selftests", cmd_selftests), ("test", cmd_test)):
         s = sub.add_parser(name)
         if name == "test":

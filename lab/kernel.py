@@ -27,10 +27,14 @@ class Build:
     profile: Profile
     variant: str
     debug: bool
+    # Fragments of configs/ merged last (a boot's `config`, e.g. kasan): a
+    # kernel of its own, named after them.
+    extra: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
-        return f"{self.profile.arch}-{self.variant}" + ("-debug" if self.debug else "")
+        return (f"{self.profile.arch}-{self.variant}" + ("-debug" if self.debug else "")
+                + "".join(f"-{x}" for x in self.extra))
 
     @property
     def src(self) -> Path:
@@ -57,8 +61,14 @@ class Build:
         names = ["common", self.profile.arch] + (["debug"] if self.debug else [])
         if self.variant == CHECK:
             names += ["check", f"check-{self.profile.arch}"]
-        return [paths.CONFIGS / f"{n}.config" for n in names
-                if (paths.CONFIGS / f"{n}.config").exists()]
+        found = [paths.CONFIGS / f"{n}.config" for n in names
+                 if (paths.CONFIGS / f"{n}.config").exists()]
+        for x in self.extra:
+            f = paths.CONFIGS / f"{x}.config"
+            if not f.exists():
+                raise LabError(f"kernel {self.name}: no config fragment {f}")
+            found.append(f)
+        return found
 
     def make_argv(self, *targets: str) -> list[str]:
         cc = f"{self.profile.cross_compile}gcc"

@@ -43,6 +43,9 @@ class Boot:
     cmdline: str
     why: str
     full: bool = False   # only in a full run, or when named
+    # A fragment of configs/ merged on top of the test kernel's (e.g. "kasan"):
+    # the boot runs that kernel, which make test builds beside the other.
+    config: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class TestList:
     boots: tuple[Boot, ...]
     tests: tuple[Test, ...]
     flaky: tuple[Flaky, ...] = ()
+    default_timeout: int = 120
 
     def known_flake(self, run: ktap.Run) -> Flaky | None:
         """The [[flaky]] entry a failed run matches, if any."""
@@ -109,6 +113,34 @@ class TestList:
                            f"its boots: {', '.join(b.name for b in self.boots)}")
         return [b for b in self.boots if b.name in names]
 
+    def boot(self, name: str) -> Boot:
+        return self.selected([name])[0]
+
+    def for_run(self, boot: str, names: list[str], args: str | None = None) -> "TestList":
+        """The list of make run: one boot, running just the named tests in
+        that order. A test keeps its entry's arguments, timeout and files
+        (this boot's entry, else another boot's), args (when not None)
+        replaces its arguments, and a skip is lifted: it was asked for by
+        name. A name the list does not know runs with args and the default
+        timeout, so a new test can be tried before it is listed."""
+        bt = self.boot(boot)
+        if not names:
+            raise LabError("name at least one test to run (TEST=<name>[,<name>...])")
+        tests = []
+        for n in names:
+            if (not re.fullmatch(r"[A-Za-z0-9_./-]+", n) or n.startswith("/")
+                    or ".." in n.split("/")):
+                raise LabError(f"test name {n!r}: not a file of the kvm collection")
+            same = [t for t in self.tests if n in (t.name, t.basename)]
+            t = next((t for t in same if boot in t.boots), same[0] if same else None)
+            if t is None:
+                t = Test(n, "", self.default_timeout, (), "")
+            tests.append(dataclasses.replace(
+                t, args=t.args if args is None else args, boots=(boot,), skip=""))
+        if len({t.basename for t in tests}) != len(tests):
+            raise LabError(f"a test is named twice: {', '.join(names)}")
+        return dataclasses.replace(self, boots=(bt,), tests=tuple(tests))
+
     def test_seconds(self, boots: list[Boot]) -> int:
         """The sum of the timeouts of every test to run in these boots: how
         the arches compare in test time."""
@@ -131,14 +163,28 @@ class TestList:
         return boot_overhead + sum(timeouts) + sum(timeouts[:RETRIES_PER_BOOT])
 
 
-def parse(text: str, arch: str, origin: str) -> TestList:
+def _boot(b: dict, origin: str, configs: Path) -> Boot:
+    if "name" not in b:
+        raise LabError(f"{origin}: a [[boot]] has no name")
+    unknown = set(b) - {"name", "cmdline", "why", "full", "config"}
+    if unknown:
+        raise LabError(f"{origin}: boot {b['name']}: unknown keys {sorted(unknown)}")
+    config = b.get("config", "")
+    if config and not (re.fullmatch(r"[a-z0-9][a-z0-9_-]*", config)
+                       and (configs / f"{config}.config").is_file()):
+        raise LabError(f"{origin}: boot {b['name']}: config {config!r} names no fragment "
+                       f"{configs}/<name>.config")
+    return Boot(b["name"], b.get("cmdline", ""), b.get("why", ""), bool(b.get("full", False)),
+                config)
+
+
+def parse(text: str, arch: str, origin: str, configs: Path = paths.CONFIGS) -> TestList:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LabError(f"{origin}: {e}") from e
     default_timeout = data.get("defaults", {}).get("timeout", 120)
-    boots = tuple(Boot(b["name"], b.get("cmdline", ""), b.get("why", ""),
-                       bool(b.get("full", False))) for b in data.get("boot", []))
+    boots = tuple(_boot(b, origin, configs) for b in data.get("boot", []))
     if not boots:
         raise LabError(f"{origin}: no [[boot]]")
     boot_names = [b.name for b in boots]
@@ -173,7 +219,20 @@ def parse(text: str, arch: str, origin: str) -> TestList:
         if kind not in FLAKY_KINDS:
             raise LabError(f"{origin}: flaky #{i}: kind {kind!r}, not one of {FLAKY_KINDS}")
         flaky.append(Flaky(f["match"], " ".join(f["why"].split()), kind))
-    return TestList(arch, boots, tuple(tests), tuple(flaky))
+    return TestList(arch, boots, tuple(tests), tuple(flaky), int(default_timeout))
+
+
+def describe(tl: TestList) -> str:
+    """python3 -m lab list: each boot, its command line, its tests."""
+    out = [f"{tl.arch}:"]
+    for b in tl.boots:
+        tags = [t for t in ("full" if b.full else "", f"kernel +{b.config}" if b.config else "") if t]
+        out.append(f"  {b.name}" + (f" ({', '.join(tags)})" if tags else "")
+                   + f": {b.why or '-'}; command line: {b.cmdline or '(default)'}")
+        for t in tl.tests_for(b.name):
+            what = f"skip: {t.skip.split(':')[0]}" if t.skip else f"{t.timeout} s"
+            out.append(f"    {t.name} {t.args}".rstrip() + f"  [{what}]")
+    return "\n".join(out) + "\n"
 
 
 def load(arch: str, directory: Path = paths.TESTLISTS) -> TestList:

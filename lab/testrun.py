@@ -174,7 +174,8 @@ def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, lab
                     on_line=_progress(label))
 
 
-def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot) -> BootReport:
+def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot,
+             log_suffix: str = "") -> BootReport:
     """One boot of the list. If the guest ends without a kernel message, or
     with a crash that a [[flaky]] crash entry names, while tests remain, the
     rest run once more in a second boot, starting with the test that was
@@ -182,7 +183,7 @@ def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot) -> Bo
     splat like any other), and the first ending stays in the report as a
     note either way."""
     label = f"{b.profile.arch}/{boot.name}"
-    log = paths.LOGS / f"boot-{b.name}-{boot.name}.log"
+    log = paths.LOGS / f"boot-{b.name}-{boot.name}{log_suffix}.log"
     con = _boot_once(b, tl, initrd, boot, label, "", log)
     rep = judge_boot(tl, boot.name, con, log)
     crash = known_crash(tl, con)
@@ -196,7 +197,7 @@ def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot) -> Bo
                 f"{con.tail(30 if crash else 10)}")
         say(f"boot {label}: {'known crash' if crash else con.outcome + ' without a kernel message'}"
             f"; resuming at {rest}")
-        log2 = paths.LOGS / f"boot-{b.name}-{boot.name}-resumed.log"
+        log2 = paths.LOGS / f"boot-{b.name}-{boot.name}{log_suffix}-resumed.log"
         con2 = _boot_once(b, tl, initrd, boot, label, f"lab.from={start}", log2)
         rep2 = judge_boot(tl, boot.name, con2, log2, earlier=ktap.runs(con.lines))
         rep.rows, rep.problems, rep.notes = rep2.rows, rep2.problems, [note, *rep2.notes]
@@ -229,12 +230,31 @@ def panic_check(b: Build, initrd) -> BootReport:
     return rep
 
 
+def test_build(prof: Profile, variant: str = "patched", debug: bool = True,
+               config: str = "") -> Build:
+    """The test kernel, or the one a boot's config names (testlist.Boot)."""
+    return Build(prof, variant, debug, (config,) if config else ())
+
+
 def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
-               debug: bool = True) -> tuple[Build, Path]:
-    """The kernel, selftests and initramfs that every boot of the arch uses."""
-    b = Build(prof, variant, debug)
+               debug: bool = True, config: str = "", dest: Path | None = None
+               ) -> tuple[Build, Path]:
+    """The kernel, selftests and initramfs that every boot of the arch uses
+    (with config: the kernel of the boots that name it, with its own
+    selftests build)."""
+    b = test_build(prof, variant, debug, config)
     with lanes.BUILD_LOCK:
         kernel.build(b)
         selftests.build(b)
-        initrd = initramfs.build(b, tl, paths.BUILD / f"initramfs-{b.name}.cpio.gz")
+        initrd = initramfs.build(b, tl, dest or paths.BUILD / f"initramfs-{b.name}.cpio.gz")
     return b, initrd
+
+
+def build_kernel(prof: Profile, variant: str, debug: bool, config: str) -> Build:
+    """Only the kernel of a boot's config: its boots use the initramfs of
+    the arch's test build (the selftests need only the UAPI headers, which no
+    config fragment changes)."""
+    b = test_build(prof, variant, debug, config)
+    with lanes.BUILD_LOCK:
+        kernel.build(b)
+    return b

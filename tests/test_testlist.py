@@ -205,3 +205,15 @@ def test_x86_flakes_are_recognised_in_real_output(detail, output, flaky):
     tl = testlist.load("x86_64")
     run = ktap.Run(ktap.Result("dirty_log_perf_test", ktap.FAIL, detail), output)
     assert (tl.known_flake(run) is not None) == flaky
+
+
+@pytest.mark.parametrize("boot, msg", [
+    ('name="k"\nconfig="nope"', "config 'nope' names no fragment"),
+    ('name="k"\nconfig="../x"', "names no fragment"),
+    ('name="k"\nkernel="kasan"', r"unknown keys \['kernel'\]"),
+    ('cmdline="x"', "a \\[\\[boot\\]\\] has no name"),
+])
+def test_bad_boots_are_refused(tmp_path, boot, msg):
+    (tmp_path / "kasan.config").write_text("CONFIG_KASAN=y\n")
+    with pytest.raises(LabError, match=msg):
+        testlist.parse(f"[[boot]]\n{boot}\n", "x86_64", "t", configs=tmp_path)

@@ -1,0 +1,80 @@
+"""make run and make shell: the fast loop, one boot of the test kernel.
+
+Both boot the kernel make test boots (the arch's patched debug build, or the
+kernel the boot's `config` names), built only when kbuild finds it stale.
+make run runs the named tests in one boot of the list and prints make test's
+KTAP for them; make shell gives the guest's console to the terminal, with
+every kvm selftest of the build in /kselftest/kvm.
+"""
+import dataclasses
+import subprocess
+
+from lab import initramfs, kernel, lanes, paths, profile, selftests, testlist, testrun
+from lab.progress import LabError, say
+from lab.selftests import install_dir
+
+
+def split_names(text: str) -> list[str]:
+    """TEST=a,b or "a b": the names, in order."""
+    return [n for n in text.replace(",", " ").split() if n]
+
+
+def run_list(arch: str, boot: str | None, tests: str, args: str | None,
+             kernel_args: str) -> testlist.TestList:
+    """The one-boot list make run runs (testlist.TestList.for_run), with
+    kernel_args added to the boot's command line."""
+    tl = testlist.load(arch)
+    if not boot:
+        raise LabError(f"name a boot: BOOT=<{'|'.join(b.name for b in tl.boots)}>")
+    sub = tl.for_run(boot, split_names(tests), args)
+    return with_kernel_args(sub, kernel_args)
+
+
+def with_kernel_args(tl: testlist.TestList, kernel_args: str) -> testlist.TestList:
+    if not kernel_args.strip():
+        return tl
+    boots = tuple(dataclasses.replace(b, cmdline=f"{b.cmdline} {kernel_args}".strip())
+                  for b in tl.boots)
+    return dataclasses.replace(tl, boots=boots)
+
+
+def run(arch: str, boot: str | None, tests: str, args: str | None,
+        kernel_args: str) -> testrun.BootReport:
+    prof = profile.load(arch)
+    tl = run_list(arch, boot, tests, args, kernel_args)
+    bt = tl.boots[0]
+    b, initrd = testrun.build_arch(prof, tl, config=bt.config,
+                                   dest=paths.BUILD / f"initramfs-{arch}-run.cpio.gz")
+    return testrun.run_boot(b, tl, initrd, bt, log_suffix="-run")
+
+
+# What the console says once the shell is up: where things are, how to leave.
+SHELL_SCRIPT = """echo "LAB-SHELL boot {boot}: kvm selftests in /kselftest/kvm (run_kselftest.sh in \
+/kselftest); exit powers off; Ctrl-A x quits QEMU"
+cd /kselftest/kvm
+# cttyhack: the console becomes the shell's terminal, so Ctrl-C reaches the test.
+setsid cttyhack sh || sh
+"""
+
+
+def shell(arch: str, boot: str | None, kernel_args: str) -> int:
+    prof = profile.load(arch)
+    tl = testlist.load(arch)
+    bt = tl.boot(boot) if boot else tl.boots[0]
+    tl = with_kernel_args(dataclasses.replace(tl, boots=(bt,)), kernel_args)
+    bt = tl.boots[0]
+    b = testrun.test_build(prof, config=bt.config)
+    with lanes.BUILD_LOCK:
+        kernel.build(b)
+        selftests.build(b)
+    every = sorted(p.name for p in (install_dir(b) / "kvm").iterdir()
+                   if p.is_file() and p.name != "settings")
+    initrd = initramfs.pack(b, every, [f"kvm:{n}" for n in every],
+                            {"shell": SHELL_SCRIPT.format(boot=bt.name)},
+                            paths.BUILD / f"initramfs-{arch}-shell.cpio.gz", "make shell")
+    argv = prof.qemu_argv(b.image, initrd,
+                          f"lab.boot=shell {bt.cmdline}".strip(), serial="mon:stdio")
+    say(f"shell {arch}/{bt.name}: {bt.cmdline or '(default command line)'}; "
+        f"Ctrl-A x quits QEMU")
+    # Interactive: the person at the console decides when it ends.
+    return subprocess.call(argv)
