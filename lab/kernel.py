@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lab import paths, tree
 from lab.profile import Profile
-from lab.progress import LabError, compiler_errors, jobs, run_logged, say
+from lab.progress import LabError, compiler_errors, exclusive, jobs, run_logged, say
 
 VARIANTS = ("vanilla", "patched")
 # make check's builds: the series one patch at a time, in their own worktree,
@@ -83,6 +83,11 @@ class Build:
     def log(self, step: str) -> Path:
         return paths.LOGS / f"{step}-{self.name}.log"
 
+    @property
+    def lock(self) -> Path:
+        """Held while anything builds into out (progress.exclusive)."""
+        return paths.BUILD / "locks" / f"{self.name}.lock"
+
 
 def requested_options(fragments: list[Path]) -> dict[str, str]:
     """CONFIG_X -> value ('n' for '# CONFIG_X is not set') from the fragments."""
@@ -129,6 +134,11 @@ def configure(b: Build) -> None:
 
 def build(b: Build) -> Path:
     """Build b's kernel image (and its UAPI headers); return the image path."""
+    with exclusive(b.lock, f"kernel {b.name}"):
+        return _build(b)
+
+
+def _build(b: Build) -> Path:
     if b.variant == "vanilla":
         tree.ensure_worktree(paths.TREE, paths.VANILLA_SRC)
     elif not (paths.TREE / ".git").exists():

@@ -3,6 +3,8 @@
 Every long step goes through run_logged(): its output lands in build/logs/ and
 a failure names the step, the log and the lines that explain it.
 """
+import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -59,3 +61,38 @@ def compiler_errors(text: str) -> list[str]:
 
 def jobs() -> int:
     return (os.cpu_count() or 1) + 1
+
+
+# A build waits this long for another process's build of the same output
+# directory (a cold kernel build under load took ~15 min) before it gives up.
+LOCK_WAIT = 45 * 60
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT):
+    """Hold an flock on lock: make run, make test and make kernel of one
+    kernel, started by different people, must not build into the same
+    directory at once (they did, 2026-11-24: make kernel relinked vmlinux
+    while make run built the selftests against its headers)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as f:
+        deadline = time.monotonic() + wait
+        told = False
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LabError(f"{what}: another build held {lock} for {wait / 60:.0f} min; "
+                                   f"is it stuck? (its pid: {lock.read_text().strip() or '?'})")
+                if not told:
+                    say(f"{what}: waiting for another build of it (pid "
+                        f"{lock.read_text().strip() or '?'}, lock {lock})")
+                    told = True
+                time.sleep(2)
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        yield

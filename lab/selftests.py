@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lab import paths
 from lab.kernel import Build
-from lab.progress import LabError, compiler_errors, jobs, run_logged, say
+from lab.progress import LabError, compiler_errors, exclusive, jobs, run_logged, say
 
 
 def install_dir(b: Build) -> Path:
@@ -29,6 +29,11 @@ def ccache_env() -> dict:
 
 
 def build(b: Build, log: Path | None = None) -> Path:
+    with exclusive(b.lock, f"selftests {b.name}"):
+        return _build(b, log)
+
+
+def _build(b: Build, log: Path | None = None) -> Path:
     if not b.headers.exists():
         raise LabError(f"selftests {b.name}: no UAPI headers in {b.headers}; build the kernel first")
     cc = f"{b.profile.cross_compile}gcc"

@@ -1,0 +1,15 @@
+import pytest
+
+from lab import progress
+from lab.progress import LabError
+
+
+def test_a_second_build_of_one_directory_waits_then_says_who_holds_it(tmp_path):
+    lock = tmp_path / "locks/x86_64-patched-debug.lock"
+    with progress.exclusive(lock, "kernel x"):
+        assert lock.read_text().strip().isdigit()
+        with pytest.raises(LabError, match=r"kernel x: another build held .* \(its pid: \d+\)"):
+            with progress.exclusive(lock, "kernel x", wait=0.1):
+                pass
+    with progress.exclusive(lock, "kernel x", wait=0.1):   # released: free again
+        pass
