@@ -62,8 +62,11 @@ def guest_script(scs: list[Scenario]) -> str:
     for sc in scs:
         argv = shlex.split(sc.command)
         lines += [f"echo {BEGIN} {sc.key}",
+                  *([sc.before] if sc.before else []),
                   f"/usr/bin/timeout {sc.timeout} ./{shlex.join(argv)} 2>&1",
-                  f"echo {END} {sc.key} rc=$?"]
+                  "rc=$?",
+                  *([sc.after] if sc.after else []),
+                  f"echo {END} {sc.key} rc=$rc"]
     return "\n".join(lines) + "\n"
 
 
@@ -131,18 +134,26 @@ def run_native(scs: list[Scenario], ksft_kvm: Path, label: str) -> Results:
     return res
 
 
-BootKey = tuple[str, str, str]      # kernel variant, command line, clock
+# kernel variant, command line, clock, bench-only config fragments
+BootKey = tuple[str, str, str, tuple[str, ...]]
 
 
 def boot_plan(scs: list[Scenario]) -> dict[BootKey, list[tuple[Scenario, Side]]]:
-    """(kernel variant, command line, clock) -> the scenario sides that boot
-    so, in the order the scenarios list them (a scenario's baseline boots
-    first)."""
+    """(kernel variant, command line, clock, config) -> the scenario sides
+    that boot so, in the order the scenarios list them (a scenario's
+    baseline boots first)."""
     plan: dict[BootKey, list[tuple[Scenario, Side]]] = {}
     for sc in scs:
         for side in sc.sides:
-            plan.setdefault((side.variant, side.cmdline, sc.clock), []).append((sc, side))
+            plan.setdefault((side.variant, side.cmdline, sc.clock, sc.config),
+                            []).append((sc, side))
     return plan
+
+
+def kernels(plan: dict[BootKey, list]) -> list[tuple[str, tuple[str, ...]]]:
+    """(variant, config) of every kernel the plan boots, and the patched
+    kernel without config, whose selftests every boot runs."""
+    return list(dict.fromkeys([("patched", ()), *((k[0], k[3]) for k in plan)]))
 
 
 def run_qemu(scs: list[Scenario]) -> Results:
@@ -154,27 +165,26 @@ def run_qemu(scs: list[Scenario]) -> Results:
         # One set of selftest binaries for every kernel, from the series: the
         # kernel (or its command line) is what is compared, and the series may
         # add test options. So the patched kernel is always built.
-        variants = [v for v in kernel.VARIANTS if v == "patched" or any(k[0] == v for k in plan)]
-        builds = {v: Build(prof, v, debug=False) for v in variants}
+        builds = {k: Build(prof, k[0], debug=False, extra=k[1]) for k in kernels(plan)}
         for b in builds.values():
             t0 = time.monotonic()
             kernel.build(b)
             res.phases.append((f"build {b.name}", time.monotonic() - t0, 0))
-        tests_of = builds["patched"]
+        tests_of = builds[("patched", ())]
         selftests.build(tests_of)
         files = sorted({shlex.split(s.command)[0] for s in mine})
         repeats = max(s.repeats for s in mine)
         for r in range(repeats):
-            for i, ((variant, cmdline, clock), members) in enumerate(plan.items()):
+            for i, ((variant, cmdline, clock, config), members) in enumerate(plan.items()):
                 todo = [(s, side) for s, side in members if r < s.repeats]
                 if not todo:
                     continue
-                b = builds[variant]
+                b = builds[(variant, config)]
                 initrd = initramfs.pack(b, files, [], {"bench": guest_script([s for s, _ in todo])},
                                         paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
                                         "bench/", selftests_of=tests_of)
-                where = (f"{arch} {variant} [{cmdline}]" + (f" {clock} clock" if clock != "host"
-                                                              else "") + f" boot {r + 1}/{repeats}")
+                where = (f"{b.name} [{cmdline}]" + (f" {clock} clock" if clock != "host" else "")
+                         + f" boot {r + 1}/{repeats}")
                 log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
                 budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
                 say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)

@@ -14,6 +14,13 @@ skipped), and QEMU's PMU counts retired instructions exactly, so a perf
 instruction counter of one thread (dirty_log_perf_test prints them) is a
 count of emulated work, repeatable whatever the host's load, not a time on
 any real CPU.
+
+A scenario may also build both kernels with bench-only fragments of configs/
+(`config`, e.g. lock-stat for /proc/lock_stat), and run guest shell lines
+`before` and `after` its command, whose output the metric regexes read too
+(clear /proc/lock_stat before, print the mmu_lock lines after): counts of
+what the kernel did, which emulation's timing noise does not blur as it
+blurs times.
 """
 import re
 import tomllib
@@ -70,6 +77,9 @@ class Scenario:
     level: str                      # smallest BENCH level that runs it
     sides: tuple[Side, Side]        # baseline first
     clock: str = "host"             # a key of CLOCKS
+    config: tuple[str, ...] = ()    # fragments of configs/ both kernels add
+    before: str = ""                # guest shell lines around the command
+    after: str = ""
 
     @property
     def key(self) -> str:
@@ -112,7 +122,21 @@ def _sides(s: dict, origin: str) -> tuple[Side, Side]:
     return sides[0], sides[1]
 
 
-def parse(text: str, origin: str) -> list[Scenario]:
+KEYS = {"name", "arch", "command", "metrics", "repeats", "group_by", "seed", "timeout",
+        "level", "clock", "cmdline", "a", "b", "config", "before", "after"}
+
+
+def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
+    names = s.get("config", [])
+    names = [names] if isinstance(names, str) else list(names)
+    for n in names:
+        if not (re.fullmatch(r"[a-z0-9][a-z0-9_-]*", n) and (configs / f"{n}.config").is_file()):
+            raise LabError(f"{origin}: {s['name']}: config {n!r} names no fragment "
+                           f"{configs}/<name>.config")
+    return tuple(names)
+
+
+def parse(text: str, origin: str, configs: Path = paths.CONFIGS) -> list[Scenario]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -125,6 +149,9 @@ def parse(text: str, origin: str) -> list[Scenario]:
         for key in ("name", "arch", "command", "metrics"):
             if key not in s:
                 raise LabError(f"{origin}: scenario #{i} has no {key}")
+        unknown = set(s) - KEYS
+        if unknown:
+            raise LabError(f"{origin}: {s['name']}: unknown keys {sorted(unknown)}")
         metrics = []
         for m in s["metrics"]:
             unit = m.get("unit", "s")
@@ -142,7 +169,8 @@ def parse(text: str, origin: str) -> list[Scenario]:
                             tuple(metrics), int(s.get("repeats", 5)), group,
                             s.get("seed", ""), int(s.get("timeout", 300)),
                             s.get("level", "default"), _sides(s, origin),
-                            s.get("clock", "host")))
+                            s.get("clock", "host"), _config(s, origin, configs),
+                            s.get("before", "").strip(), s.get("after", "").strip()))
         if out[-1].level not in LEVELS:
             raise LabError(f"{origin}: {s['name']}: level must be one of {LEVELS}")
         if out[-1].clock not in CLOCKS:
@@ -153,10 +181,11 @@ def parse(text: str, origin: str) -> list[Scenario]:
     return out
 
 
-def load_all(directory: Path = paths.ROOT / "bench") -> list[Scenario]:
+def load_all(directory: Path = paths.ROOT / "bench", configs: Path = paths.CONFIGS
+             ) -> list[Scenario]:
     out = []
     for f in sorted(directory.glob("*.toml")):
-        out += parse(f.read_text(), str(f))
+        out += parse(f.read_text(), str(f), configs)
     return out
 
 

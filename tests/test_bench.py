@@ -115,7 +115,7 @@ def test_guest_script_marks_each_scenario():
     script = bench.guest_script(scs()[:1])
     assert "echo LAB-SCENARIO-BEGIN t/enable\n" in script
     assert "/usr/bin/timeout 300 ./dirty_log_perf_test -g -k 2M -b 64M 2>&1\n" in script
-    assert "echo LAB-SCENARIO-END t/enable rc=$?\n" in script
+    assert "rc=$?\necho LAB-SCENARIO-END t/enable rc=$rc\n" in script
 
 
 SIDES = r'''
@@ -149,13 +149,13 @@ def test_sides_default_to_the_kernels_or_name_two_command_lines():
     # sides that boot alike share a boot; the baseline of each scenario boots first
     plan = bench.boot_plan([disable, also, kernels])
     assert [(k, [(s.name, side.label) for s, side in v]) for k, v in plan.items()] == [
-        (("patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N", "host"),
+        (("patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N", "host", ()),
          [("disable", "shadow MMU")]),
-        (("patched", "hugepagesz=2M hugepages=64", "host"),
+        (("patched", "hugepagesz=2M hugepages=64", "host", ()),
          [("disable", "TDP MMU"), ("also-tdp", "TDP MMU"), ("kernels", "patched")]),
-        (("patched", "hugepagesz=2M hugepages=64 kvm.eager_page_split=N", "host"),
+        (("patched", "hugepagesz=2M hugepages=64 kvm.eager_page_split=N", "host", ()),
          [("also-tdp", "eps=N")]),
-        (("vanilla", "hugepagesz=2M hugepages=64", "host"), [("kernels", "vanilla")]),
+        (("vanilla", "hugepagesz=2M hugepages=64", "host", ()), [("kernels", "vanilla")]),
     ]
 
 
@@ -232,8 +232,8 @@ def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
     assert (wall.clock, counted.clock) == ("host", "icount")
     # same kernels and command line, but a clock of its own: a boot of its own
     assert list(bench.boot_plan([wall, counted])) == [
-        ("vanilla", "", "host"), ("patched", "", "host"),
-        ("vanilla", "", "icount"), ("patched", "", "icount")]
+        ("vanilla", "", "host", ()), ("patched", "", "host", ()),
+        ("vanilla", "", "icount", ()), ("patched", "", "icount", ())]
     clk = scenarios.CLOCKS[counted.clock]
     argv = profile.load("arm64").qemu_argv(tmp_path / "Image", tmp_path / "initrd", "",
                                            clk.qemu_args, clk.smp)
@@ -253,3 +253,67 @@ def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
 def test_an_unknown_clock_is_refused():
     with pytest.raises(LabError, match="clock must be one of"):
         scenarios.parse(CLOCKED.replace('"icount"', '"tsc"'), "bench/c.toml")
+
+
+COUNTED = r'''
+topic = "x86-lockless-aging"
+[[scenario]]
+name = "locks"
+arch = "x86_64"
+command = "access_tracking_perf_test -p -v 2"
+config = "lock-stat"
+before = "echo 0 > /proc/lock_stat"
+after = "grep 'mmu_lock' /proc/lock_stat"
+metrics = [ { name = "mmu_lock write contentions", unit = "count", regex = '&\(kvm\)->mmu_lock(?:-W)?:\s+\d+\s+(\d+)' } ]
+[[scenario]]
+name = "timed"
+arch = "x86_64"
+command = "access_tracking_perf_test -p -v 2"
+metrics = [ { name = "avg pass", regex = 'Aging pass duration \(avg\): (\d+\.\d+)s' } ]
+'''
+
+
+def test_a_scenario_with_config_boots_kernels_of_its_own(tmp_path):
+    (tmp_path / "lock-stat.config").write_text("CONFIG_LOCK_STAT=y\n")
+    locks, timed = scenarios.parse(COUNTED, "bench/x.toml", configs=tmp_path)
+    assert locks.config == ("lock-stat",) and timed.config == ()
+    plan = bench.boot_plan([locks, timed])
+    assert list(plan) == [("vanilla", "", "host", ("lock-stat",)),
+                          ("patched", "", "host", ("lock-stat",)),
+                          ("vanilla", "", "host", ()), ("patched", "", "host", ())]
+    # the patched kernel without config is built in any case: its selftests run everywhere
+    assert bench.kernels(bench.boot_plan([locks])) == [
+        ("patched", ()), ("vanilla", ("lock-stat",)), ("patched", ("lock-stat",))]
+    script = bench.guest_script([locks])
+    assert ("echo LAB-SCENARIO-BEGIN x86-lockless-aging/locks\necho 0 > /proc/lock_stat\n"
+            "/usr/bin/timeout 300 ./access_tracking_perf_test -p -v 2 2>&1\nrc=$?\n"
+            "grep 'mmu_lock' /proc/lock_stat\n"
+            "echo LAB-SCENARIO-END x86-lockless-aging/locks rc=$rc\n") in script
+
+
+def test_lock_stat_lines_are_read():
+    # /proc/lock_stat of 6.12: the class, then -W and -R lines when both are taken
+    out = ["&(kvm)->mmu_lock-W:  12  345  0.10  9.50  1234.00  3.58  100  67890  0.05  "
+           "80.00  99999.00  1.47",
+           "&(kvm)->mmu_lock-R:  0  0  0.00  0.00  0.00  0.00  1  20  0.10  0.20  3.00  0.15"]
+    locks = scenarios.parse(COUNTED, "bench/x.toml", configs=_cfg())[0]
+    assert scenarios.read_metrics(locks, out) == {("mmu_lock write contentions", ""): [345.0]}
+
+
+def _cfg():
+    import tempfile
+    from pathlib import Path
+    d = Path(tempfile.mkdtemp())
+    (d / "lock-stat.config").write_text("")
+    return d
+
+
+@pytest.mark.parametrize("extra, msg", [
+    ('config = "nope"', "config 'nope' names no fragment"),
+    ('befor = "x"', r"unknown keys \['befor'\]"),
+])
+def test_bad_scenario_keys_are_refused(extra, msg):
+    text = ('[[scenario]]\nname="x"\narch="x86_64"\ncommand="c"\n'
+            'metrics=[{name="m", regex="(\\\\d+)"}]\n' + extra + "\n")
+    with pytest.raises(LabError, match=msg):
+        scenarios.parse(text, "bench/bad.toml", configs=_cfg())
