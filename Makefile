@@ -9,9 +9,10 @@
 #   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
 #   make tree / make export        build/linux from patches/, and back
 #   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]
-#   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."]   those tests
-#                                  in one boot of make test's kernel, KTAP out (no pytest, no check)
-#   make shell ARCH=.. [BOOT=..]   that guest's console, the kvm selftests in /kselftest/kvm
+#   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."] [SELFTESTS=<tree>]
+#                                  those tests in one boot of make test's kernel, KTAP out
+#                                  (no pytest, no check); SELFTESTS: another tree's kvm selftests
+#   make shell ARCH=.. [BOOT=..] [SELFTESTS=..]   that guest's console, /kselftest/kvm
 #   make list                      each arch's boots and tests
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
@@ -89,10 +90,12 @@ test: deps
 run:
 	@test -n "$(TEST)" || { echo "error: set TEST=<name>[,<name>...] (and BOOT=<boot>; make list shows them)"; exit 1; }
 	@$(LAB) run --arch $(ARCH) $(if $(BOOT),--boot $(BOOT)) --test "$(TEST)" \
-		$(if $(filter undefined,$(origin ARGS)),,--args="$(ARGS)") --kernel-args="$(KERNEL_ARGS)"
+		$(if $(filter undefined,$(origin ARGS)),,--args="$(ARGS)") --kernel-args="$(KERNEL_ARGS)" \
+		$(if $(SELFTESTS),--selftests "$(SELFTESTS)")
 
 shell:
-	@$(LAB) shell --arch $(ARCH) $(if $(BOOT),--boot $(BOOT)) --kernel-args="$(KERNEL_ARGS)"
+	@$(LAB) shell --arch $(ARCH) $(if $(BOOT),--boot $(BOOT)) --kernel-args="$(KERNEL_ARGS)" \
+		$(if $(SELFTESTS),--selftests "$(SELFTESTS)")
 
 list:
 	@$(LAB) list

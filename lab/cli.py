@@ -195,12 +195,14 @@ def cmd_test(args):
 
 
 def cmd_run(args):
-    rep = devloop.run(args.arch, args.boot, args.test, args.args, args.kernel_args)
+    rep = devloop.run(args.arch, args.boot, args.test, args.args, args.kernel_args,
+                      args.selftests and Path(args.selftests))
     return _print_reports([rep], "run")
 
 
 def cmd_shell(args):
-    return devloop.shell(args.arch, args.boot, args.kernel_args)
+    return devloop.shell(args.arch, args.boot, args.kernel_args,
+                         args.selftests and Path(args.selftests))
 
 
 def cmd_list(args):
@@ -292,12 +294,15 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--test", required=True, help="test names, comma separated")
     r.add_argument("--args", help="the tests' arguments, in place of the list's")
     r.add_argument("--kernel-args", default="", help="added to the boot's command line")
+    r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/linux) whose "
+                   "kvm selftests to run, built against the test kernel's headers")
     r.set_defaults(fn=cmd_run)
     sh = sub.add_parser("shell", help="the test guest's console, every kvm selftest in "
                         "/kselftest/kvm (make shell)")
     sh.add_argument("--arch", default="x86_64", choices=profile.arches())
     sh.add_argument("--boot", help="a boot of testlists/<arch>.toml (default: its first)")
     sh.add_argument("--kernel-args", default="", help="added to the boot's command line")
+    sh.add_argument("--selftests", help="as for run")
     sh.set_defaults(fn=cmd_shell)
     ls = sub.add_parser("list", help="the boots and tests of each arch's list")
     ls.add_argument("--arch", action="append", choices=profile.arches())

@@ -8,10 +8,10 @@ every kvm selftest of the build in /kselftest/kvm.
 """
 import dataclasses
 import subprocess
+from pathlib import Path
 
 from lab import initramfs, kernel, lanes, paths, profile, selftests, testlist, testrun
 from lab.progress import LabError, say
-from lab.selftests import install_dir
 
 
 def split_names(text: str) -> list[str]:
@@ -39,12 +39,16 @@ def with_kernel_args(tl: testlist.TestList, kernel_args: str) -> testlist.TestLi
 
 
 def run(arch: str, boot: str | None, tests: str, args: str | None,
-        kernel_args: str) -> testrun.BootReport:
+        kernel_args: str, selftests_src: Path | None = None) -> testrun.BootReport:
+    """selftests_src: a kernel tree (e.g. a git worktree of build/linux)
+    whose kvm selftests to run, built against the test kernel's headers."""
     prof = profile.load(arch)
     tl = run_list(arch, boot, tests, args, kernel_args)
     bt = tl.boots[0]
+    src = selftests.check_source(selftests_src) if selftests_src else None
     b, initrd = testrun.build_arch(prof, tl, config=bt.config,
-                                   dest=paths.BUILD / f"initramfs-{arch}-run.cpio.gz")
+                                   dest=paths.BUILD / f"initramfs-{arch}-run.cpio.gz",
+                                   selftests_src=src)
     return testrun.run_boot(b, tl, initrd, bt, log_suffix="-run")
 
 
@@ -57,21 +61,24 @@ setsid cttyhack sh || sh
 """
 
 
-def shell(arch: str, boot: str | None, kernel_args: str) -> int:
+def shell(arch: str, boot: str | None, kernel_args: str,
+          selftests_src: Path | None = None) -> int:
     prof = profile.load(arch)
     tl = testlist.load(arch)
     bt = tl.boot(boot) if boot else tl.boots[0]
     tl = with_kernel_args(dataclasses.replace(tl, boots=(bt,)), kernel_args)
     bt = tl.boots[0]
+    src = selftests.check_source(selftests_src) if selftests_src else None
     b = testrun.test_build(prof, config=bt.config)
     with lanes.BUILD_LOCK:
         kernel.build(b)
-        selftests.build(b)
-    every = sorted(p.name for p in (install_dir(b) / "kvm").iterdir()
+        install = selftests.build(b, src=src)
+    every = sorted(p.name for p in (install / "kvm").iterdir()
                    if p.is_file() and p.name != "settings")
     initrd = initramfs.pack(b, every, [f"kvm:{n}" for n in every],
                             {"shell": SHELL_SCRIPT.format(boot=bt.name)},
-                            paths.BUILD / f"initramfs-{arch}-shell.cpio.gz", "make shell")
+                            paths.BUILD / f"initramfs-{arch}-shell.cpio.gz", "make shell",
+                            install=install)
     argv = prof.qemu_argv(b.image, initrd,
                           f"lab.boot=shell {bt.cmdline}".strip(), serial="mon:stdio")
     say(f"shell {arch}/{bt.name}: {bt.cmdline or '(default command line)'}; "

@@ -83,20 +83,22 @@ def runnable(tests: TestList, boot: str) -> list:
     return [t for t in tests.tests_for(boot) if not t.skip]
 
 
-def build(b: Build, tests: TestList, dest: Path) -> Path:
-    """The test initramfs: the curated tests and one script per boot."""
+def build(b: Build, tests: TestList, dest: Path, install: Path | None = None) -> Path:
+    """The test initramfs: the curated tests and one script per boot (from
+    the kselftest install dir install, default b's)."""
     files = [name for t in tests.tests if not t.skip for name in (t.name, *t.files)]
     listed = [f"kvm:{t.name}" for t in tests.tests if not t.skip]
     scripts = {boot.name: boot_script(tests, boot.name) for boot in tests.boots}
-    return pack(b, files, listed, scripts, dest, f"testlists/{tests.arch}.toml")
+    return pack(b, files, listed, scripts, dest, f"testlists/{tests.arch}.toml", install=install)
 
 
 def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],
-         dest: Path, origin: str, selftests_of: Build | None = None) -> Path:
+         dest: Path, origin: str, selftests_of: Build | None = None,
+         install: Path | None = None) -> Path:
     """Write a gzipped newc initramfs: busybox, init, kselftest's runner, the
     named files of the kvm collection (of selftests_of, default b), and the
     boot scripts init chooses from by lab.boot=."""
-    src = install_dir(selftests_of or b)
+    src = install or install_dir(selftests_of or b)
     if not (src / "run_kselftest.sh").exists():
         raise LabError(f"initramfs {b.name}: no kselftest install in {src}; build the selftests first")
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,8 +14,21 @@ from lab.kernel import Build
 from lab.progress import LabError, compiler_errors, exclusive, jobs, run_logged, say
 
 
-def install_dir(b: Build) -> Path:
-    return b.out / "kselftest" / "kselftest_install"
+def out_dir(b: Build, src: Path | None = None) -> Path:
+    """Where they build: in b's output directory, or, from another tree
+    (make run SELFTESTS=<worktree>), in that tree's own beside it."""
+    return b.out if src is None else src / f".out-selftests-{b.name}"
+
+
+def install_dir(b: Build, src: Path | None = None) -> Path:
+    return out_dir(b, src) / "kselftest" / "kselftest_install"
+
+
+def check_source(src: Path) -> Path:
+    src = src.resolve()
+    if not (src / "tools/testing/selftests/kvm/Makefile").is_file():
+        raise LabError(f"{src}: not a kernel tree with tools/testing/selftests/kvm")
+    return src
 
 
 def ccache_env() -> dict:
@@ -28,22 +41,29 @@ def ccache_env() -> dict:
     return {"CCACHE_BASEDIR": str(paths.BUILD), "CCACHE_NOHASHDIR": "1"}
 
 
-def build(b: Build, log: Path | None = None) -> Path:
-    with exclusive(b.lock, f"selftests {b.name}"):
-        return _build(b, log)
+def build(b: Build, log: Path | None = None, src: Path | None = None) -> Path:
+    """The kvm selftests of b's tree against b's UAPI headers, or those of
+    the tree src against the same headers."""
+    lock = b.lock if src is None else paths.BUILD / "locks" / f"selftests-{src.name}-{b.name}.lock"
+    with exclusive(lock, f"selftests {b.name}" + (f" from {src}" if src else "")):
+        return _build(b, log, src)
 
 
-def _build(b: Build, log: Path | None = None) -> Path:
+def _build(b: Build, log: Path | None, src: Path | None) -> Path:
     if not b.headers.exists():
         raise LabError(f"selftests {b.name}: no UAPI headers in {b.headers}; build the kernel first")
     cc = f"{b.profile.cross_compile}gcc"
     if not shutil.which(cc):
         raise LabError(f"selftests {b.name}: {cc} not found (make deps installs it)")
-    dest = install_dir(b)
+    dest = install_dir(b, src)
     if dest.exists():
         shutil.rmtree(dest)
-    argv = ["make", "-C", str(b.src / "tools/testing/selftests"), f"O={b.out}",
-            f"ARCH={b.profile.make_arch}", "TARGETS=kvm", f"-j{jobs()}", "install"]
+    argv = ["make", "-C", str((src or b.src) / "tools/testing/selftests"),
+            f"O={out_dir(b, src)}", f"ARCH={b.profile.make_arch}", "TARGETS=kvm",
+            f"-j{jobs()}", "install"]
+    if src:
+        # O= would make them look for the headers in that tree's directory.
+        argv.append(f"KHDR_INCLUDES=-isystem {b.headers}")
     if b.profile.cross_compile:
         argv.append(f"CROSS_COMPILE={b.profile.cross_compile}")
     # LDFLAGS from the environment, not the command line: the kvm Makefile
@@ -54,7 +74,7 @@ def _build(b: Build, log: Path | None = None) -> Path:
         argv.append(f"CC=ccache {cc}")
         env |= ccache_env()
     if log is None:
-        log = b.log("selftests")
+        log = b.log("selftests" if src is None else f"selftests-{src.name}")
         log.unlink(missing_ok=True)
     say(f"selftests {b.name}: building kvm selftests, static (log: {log})")
     secs = run_logged(argv, log, f"selftests {b.name}", env=env, explain=compiler_errors)

@@ -237,16 +237,17 @@ def test_build(prof: Profile, variant: str = "patched", debug: bool = True,
 
 
 def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
-               debug: bool = True, config: str = "", dest: Path | None = None
-               ) -> tuple[Build, Path]:
+               debug: bool = True, config: str = "", dest: Path | None = None,
+               selftests_src: Path | None = None) -> tuple[Build, Path]:
     """The kernel, selftests and initramfs that every boot of the arch uses
     (with config: the kernel of the boots that name it, with its own
-    selftests build)."""
+    selftests build; with selftests_src, the selftests of that tree)."""
     b = test_build(prof, variant, debug, config)
     with lanes.BUILD_LOCK:
         kernel.build(b)
-        selftests.build(b)
-        initrd = initramfs.build(b, tl, dest or paths.BUILD / f"initramfs-{b.name}.cpio.gz")
+        install = selftests.build(b, src=selftests_src)
+        initrd = initramfs.build(b, tl, dest or paths.BUILD / f"initramfs-{b.name}.cpio.gz",
+                                 install)
     return b, initrd
 
 

@@ -121,3 +121,13 @@ def test_list_shows_boots_and_tests(tl):
     assert "  kasan-tdp (full, kernel +kasan): -; command line: (default)" in text
     assert "    memslot_perf_test -s 32  [180 s]" in text
     assert "    hardware_disable_test  [skip: segfaults when linked static]" in text
+
+
+def test_selftests_of_another_tree_build_beside_it(tmp_path):
+    from lab import selftests
+    b = kernel.Build(profile.load("x86_64"), "patched", True)
+    assert selftests.out_dir(b) == b.out
+    assert selftests.install_dir(b, tmp_path) == (
+        tmp_path / ".out-selftests-x86_64-patched-debug/kselftest/kselftest_install")
+    with pytest.raises(LabError, match="not a kernel tree with tools/testing/selftests/kvm"):
+        selftests.check_source(tmp_path)
