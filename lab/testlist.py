@@ -14,9 +14,12 @@ then run in a second boot, which must not crash (testrun.run_boot).
 
 A boot with `full = true` is left out of the default run (make test), which
 must stay short: it holds the long matrices (every guest mode with every
-backing) that `make test FULL=1`, or naming the boot, runs. A test without
-`boots` runs in every boot of the default run; a full boot runs only the
-tests that name it.
+backing) that `make test FULL=1`, or naming the boot, runs. A boot with
+`config = "<name>"` runs another kernel: the test kernel with
+configs/<name>.config merged last (e.g. KASAN), built after the arch's. A
+test without `boots` runs in every boot of the default run that runs the
+test kernel; a full boot and a boot of another kernel run only the tests
+that name them.
 """
 import dataclasses
 import re
@@ -197,7 +200,7 @@ def parse(text: str, arch: str, origin: str, configs: Path = paths.CONFIGS) -> T
         unknown = set(t) - {"name", "args", "timeout", "boots", "skip", "files", "must_run"}
         if unknown:
             raise LabError(f"{origin}: test {t['name']}: unknown keys {sorted(unknown)}")
-        tb = tuple(t.get("boots", [b.name for b in boots if not b.full]))
+        tb = tuple(t.get("boots", [b.name for b in boots if not (b.full or b.config)]))
         bad = [b for b in tb if b not in boot_names]
         if bad:
             raise LabError(f"{origin}: test {t['name']}: unknown boot(s) {bad}")

@@ -217,3 +217,18 @@ def test_bad_boots_are_refused(tmp_path, boot, msg):
     (tmp_path / "kasan.config").write_text("CONFIG_KASAN=y\n")
     with pytest.raises(LabError, match=msg):
         testlist.parse(f"[[boot]]\n{boot}\n", "x86_64", "t", configs=tmp_path)
+
+
+def test_a_boot_of_another_kernel_runs_only_the_tests_that_name_it(tmp_path):
+    (tmp_path / "kasan.config").write_text("CONFIG_KASAN=y\n")
+    tl = testlist.parse(LIST + """
+[[boot]]
+name = "kasan-tdp"
+config = "kasan"
+[[test]]
+name = "aging_stress_test"
+boots = ["tdp", "kasan-tdp"]
+""", "x86_64", "t", configs=tmp_path)
+    assert tl.tests[0].boots == ("tdp", "shadow")
+    assert [t.name for t in tl.tests_for("kasan-tdp")] == ["aging_stress_test"]
+    assert [b.name for b in tl.selected()] == ["tdp", "shadow", "kasan-tdp"]
