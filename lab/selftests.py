@@ -58,6 +58,13 @@ def _build(b: Build, log: Path | None, src: Path | None) -> Path:
     dest = install_dir(b, src)
     if dest.exists():
         shutil.rmtree(dest)
+    # The kvm Makefile does not make a test's object depend on the library
+    # headers it includes: after a change to memstress.h, a test linked its
+    # stale object against the new library and hung on a field that had
+    # moved (2026-11-24). Build from scratch; ccache keeps it to seconds.
+    objs = out_dir(b, src) / "kselftest" / "kvm"
+    if objs.exists():
+        shutil.rmtree(objs)
     argv = ["make", "-C", str((src or b.src) / "tools/testing/selftests"),
             f"O={out_dir(b, src)}", f"ARCH={b.profile.make_arch}", "TARGETS=kvm",
             f"-j{jobs()}", "install"]
