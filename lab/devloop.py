@@ -7,6 +7,7 @@ KTAP for them; make shell gives the guest's console to the terminal, with
 every kvm selftest of the build in /kselftest/kvm.
 """
 import dataclasses
+import os
 import subprocess
 from pathlib import Path
 
@@ -46,10 +47,15 @@ def run(arch: str, boot: str | None, tests: str, args: str | None,
     tl = run_list(arch, boot, tests, args, kernel_args)
     bt = tl.boots[0]
     src = selftests.check_source(selftests_src) if selftests_src else None
-    b, initrd = testrun.build_arch(prof, tl, config=bt.config,
-                                   dest=paths.BUILD / f"initramfs-{arch}-run.cpio.gz",
-                                   selftests_src=src)
-    return testrun.run_boot(b, tl, initrd, bt, log_suffix="-run")
+    # Several people run make run at once: an initramfs and a log of its own.
+    tag = f"run-{os.getpid()}"
+    initrd = paths.BUILD / f"initramfs-{arch}-{tag}.cpio.gz"
+    try:
+        b, initrd = testrun.build_arch(prof, tl, config=bt.config, dest=initrd,
+                                       selftests_src=src)
+        return testrun.run_boot(b, tl, initrd, bt, log_suffix=f"-{tag}")
+    finally:
+        initrd.unlink(missing_ok=True)
 
 
 # What the console says once the shell is up: where things are, how to leave.
@@ -77,11 +83,14 @@ def shell(arch: str, boot: str | None, kernel_args: str,
                    if p.is_file() and p.name != "settings")
     initrd = initramfs.pack(b, every, [f"kvm:{n}" for n in every],
                             {"shell": SHELL_SCRIPT.format(boot=bt.name)},
-                            paths.BUILD / f"initramfs-{arch}-shell.cpio.gz", "make shell",
-                            install=install)
+                            paths.BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",
+                            "make shell", install=install)
     argv = prof.qemu_argv(b.image, initrd,
                           f"lab.boot=shell {bt.cmdline}".strip(), serial="mon:stdio")
     say(f"shell {arch}/{bt.name}: {bt.cmdline or '(default command line)'}; "
         f"Ctrl-A x quits QEMU")
     # Interactive: the person at the console decides when it ends.
-    return subprocess.call(argv)
+    try:
+        return subprocess.call(argv)
+    finally:
+        initrd.unlink(missing_ok=True)
