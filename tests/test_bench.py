@@ -200,14 +200,14 @@ REAL_LINES = {
     "Iteration 1 clear dirty log instructions: 5297825\r\n": 5297825,
     # access_tracking_perf_test -p of patches/x86-lockless-aging, as its
     # authors specify it (not yet seen on a console), and /proc/lock_stat's
-    # line of a lock taken only for write (6.12's lockdep_proc.c format):
-    # a line may carry several metrics' values.
+    # line of a lock taken only for write, from the guest's console (the
+    # lock-stat kernel, legacy MMU): a line may carry several metrics' values.
     "Aging pass duration (avg): 0.123456789s, passes: 12, total: 1.481481468s\r\n":
         (0.123456789, 12),
     "vCPU wall time (slowest): 3.456789012s\r\n": 3.456789012,
-    "                       &(kvm)->mmu_lock:             7             89           0.10"
-    "           9.50        1234.00           3.58            100          67890"
-    "           0.05          80.00       99999.00           1.47\r\n": (89, 67890),
+    "                        &(kvm)->mmu_lock:             2              4        3771.00"
+    "        7850.80       25673.12        6418.28             33           4146"
+    "           0.65        6138.67       77036.39          18.58\r\n": (4, 4146),
 }
 
 
