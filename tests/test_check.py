@@ -116,3 +116,25 @@ def test_a_remembered_pass_is_found_unless_a_rebuild_is_asked(tmp_path, monkeypa
     assert check.passed_before("k1")["when"] == "then"
     monkeypatch.setenv("LAB_CHECK_REBUILD", "1")
     assert check.passed_before("k1") is None
+
+
+def test_w1_build_reports_the_patchs_warnings_without_failing_on_others(tmp_path, monkeypatch):
+    """The W=1 pass of a patch to virt/kvm builds the arch's whole KVM dir:
+    -Werror must not fail it on another file's W=1 warning, and the patch's
+    own warnings are still reported."""
+    calls = []
+
+    def fake_run(argv, log, label, explain=None):
+        calls.append(argv)
+        if "W=1" in argv:
+            log.write_text("../arch/arm64/kvm/at.c:752:45: warning: variable 'px' set but not used\n"
+                           "../virt/kvm/kvm_main.c:10:1: warning: no previous prototype\n")
+        return 0.0
+
+    monkeypatch.setattr(check, "run_logged", fake_run)
+    monkeypatch.setattr(check.tree, "git", lambda *a, **k: "")
+    plan = check.plan_builds(["virt/kvm/kvm_main.c"])["arm64"]
+    problems = check.build_one(tmp_path, "HEAD", plan, tmp_path / "log")
+    w1 = [a for a in calls if "W=1" in a][0]
+    assert "KCFLAGS=-Wno-error" in w1
+    assert problems == ["W=1: ../virt/kvm/kvm_main.c:10:1: warning: no previous prototype"]
