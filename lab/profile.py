@@ -1,10 +1,10 @@
 """Per-architecture facts, as data: how to build the kernel and boot it in QEMU."""
 import platform
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths
+from lab import datafile, paths
+from lab.datafile import Key, Table
 from lab.progress import LabError
 
 
@@ -40,17 +40,22 @@ def arches() -> list[str]:
     return sorted(p.stem for p in paths.ARCH_PROFILES.glob("*.toml"))
 
 
-def load(arch: str) -> Profile:
-    f = paths.ARCH_PROFILES / f"{arch}.toml"
+# The file's keys are Profile's fields, [qemu] binary as qemu_binary.
+FILE = Table({
+    "kernel": Key(Table({k: Key(str) for k in ("make_arch", "cross_compile", "target", "image",
+                                                "debian_arch")})),
+    "qemu": Key(Table({"binary": Key(str), "machine": Key(str), "cpu": Key(str),
+                       "smp": Key(int), "memory": Key(str), "console": Key(str),
+                       "append": Key(str, "")}))})
+
+
+def load(arch: str, directory: Path | None = None) -> Profile:
+    f = (directory or paths.ARCH_PROFILES) / f"{arch}.toml"
     if not f.exists():
         raise LabError(f"unknown ARCH={arch}; known: {', '.join(arches())}")
-    data = tomllib.loads(f.read_text())
-    k, q = data["kernel"], data["qemu"]
-    return Profile(arch=arch, make_arch=k["make_arch"], cross_compile=k["cross_compile"],
-                   target=k["target"], image=k["image"], debian_arch=k["debian_arch"],
-                   qemu_binary=q["binary"], machine=q["machine"], cpu=q["cpu"],
-                   smp=q["smp"], memory=q["memory"], console=q["console"],
-                   append=q["append"])
+    data = datafile.read(f, FILE)
+    q = data["qemu"]
+    return Profile(arch=arch, **data["kernel"], qemu_binary=q.pop("binary"), **q)
 
 
 def host_arch() -> str:

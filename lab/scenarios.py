@@ -23,11 +23,11 @@ what the kernel did, which emulation's timing noise does not blur as it
 blurs times.
 """
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths
+from lab import datafile, paths
+from lab.datafile import Key
 from lab.progress import LabError
 
 LEVELS = ("quick", "default", "full")   # each level runs its scenarios and the smaller levels'
@@ -92,28 +92,33 @@ class Scenario:
 
 VARIANTS = ("vanilla", "patched")
 
+SIDE = datafile.Table({"label": Key(str), "kernel": Key(str, "patched", choices=VARIANTS),
+                       "cmdline": Key(str, "")})
+METRIC = datafile.Table({"name": Key(str), "regex": Key(str),
+                         "unit": Key(str, "s", choices=tuple(UNITS))})
+SCENARIO = datafile.Table({
+    "name": Key(str), "arch": Key(str), "command": Key(str), "metrics": Key([METRIC]),
+    "repeats": Key(int, 5), "group_by": Key(str, ""), "seed": Key(str, ""),
+    "timeout": Key(int, 300), "level": Key(str, "default", choices=LEVELS),
+    "clock": Key(str, "host", choices=tuple(CLOCKS)), "cmdline": Key(str, ""),
+    "a": Key(SIDE, None), "b": Key(SIDE, None), "config": Key((str, [str]), []),
+    "before": Key(str, ""), "after": Key(str, "")})
+# [defaults] holds keys of [[scenario]], checked when merged into each.
+FILE = datafile.Table({"topic": Key(str, ""), "defaults": Key(dict, {}),
+                       "scenario": Key([dict], [])})
+
 
 def _sides(s: dict, origin: str) -> tuple[Side, Side]:
     """Vanilla against patched kernel by default; or two [scenario.a] and
     [scenario.b] tables (label, kernel, cmdline added to the scenario's), to
     compare e.g. TDP MMU and shadow MMU on one kernel."""
-    cmdline = s.get("cmdline", "")
-    if "a" not in s and "b" not in s:
+    cmdline = s["cmdline"]
+    if s["a"] is None and s["b"] is None:
         return Side("vanilla", "vanilla", cmdline), Side("patched", "patched", cmdline)
-    sides = []
-    for key in ("a", "b"):
-        side = s.get(key)
-        if not isinstance(side, dict) or "label" not in side:
-            raise LabError(f"{origin}: {s['name']}: [scenario.{key}] needs a label")
-        unknown = set(side) - {"label", "kernel", "cmdline"}
-        if unknown:
-            raise LabError(f"{origin}: {s['name']}: [scenario.{key}] has unknown keys "
-                           f"{sorted(unknown)}")
-        variant = side.get("kernel", "patched")
-        if variant not in VARIANTS:
-            raise LabError(f"{origin}: {s['name']}: kernel must be one of {VARIANTS}")
-        sides.append(Side(side["label"], variant,
-                          f"{cmdline} {side.get('cmdline', '')}".strip()))
+    if s["a"] is None or s["b"] is None:
+        raise LabError(f"{origin}: {s['name']}: a and b name the two sides: give both")
+    sides = [Side(side["label"], side["kernel"], f"{cmdline} {side['cmdline']}".strip())
+             for side in (s["a"], s["b"])]
     if sides[0].label == sides[1].label:
         raise LabError(f"{origin}: {s['name']}: the two sides need different labels")
     if (sides[0].variant, sides[0].cmdline) == (sides[1].variant, sides[1].cmdline):
@@ -122,12 +127,8 @@ def _sides(s: dict, origin: str) -> tuple[Side, Side]:
     return sides[0], sides[1]
 
 
-KEYS = {"name", "arch", "command", "metrics", "repeats", "group_by", "seed", "timeout",
-        "level", "clock", "cmdline", "a", "b", "config", "before", "after"}
-
-
 def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
-    names = s.get("config", [])
+    names = s["config"]
     names = [names] if isinstance(names, str) else list(names)
     for n in names:
         if not (re.fullmatch(r"[a-z0-9][a-z0-9_-]*", n) and (configs / f"{n}.config").is_file()):
@@ -137,44 +138,27 @@ def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
 
 
 def parse(text: str, origin: str, configs: Path = paths.CONFIGS) -> list[Scenario]:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise LabError(f"{origin}: {e}") from e
-    topic = data.get("topic") or Path(origin).stem
-    defaults = data.get("defaults", {})
+    data = datafile.parse(text, FILE, origin)
+    topic = data["topic"] or Path(origin).stem
+    datafile.check(data["defaults"], SCENARIO, origin, "[defaults]", partial=True)
     out = []
-    for i, s in enumerate(data.get("scenario", []), 1):
-        s = defaults | s
-        for key in ("name", "arch", "command", "metrics"):
-            if key not in s:
-                raise LabError(f"{origin}: scenario #{i} has no {key}")
-        unknown = set(s) - KEYS
-        if unknown:
-            raise LabError(f"{origin}: {s['name']}: unknown keys {sorted(unknown)}")
+    for i, raw in enumerate(data["scenario"], 1):
+        s = datafile.check(data["defaults"] | raw, SCENARIO, origin,
+                           datafile.label("scenario", raw, i))
         metrics = []
         for m in s["metrics"]:
-            unit = m.get("unit", "s")
-            if unit not in UNITS:
-                raise LabError(f"{origin}: {s['name']}: unknown unit {unit!r}")
             try:
                 rx = re.compile(m["regex"])
             except re.error as e:
                 raise LabError(f"{origin}: {s['name']}: bad regex {m['regex']!r}: {e}") from e
             if rx.groups < 1:
                 raise LabError(f"{origin}: {s['name']}: regex {m['regex']!r} captures no value")
-            metrics.append(Metric(m["name"], rx, unit))
-        group = re.compile(s["group_by"]) if s.get("group_by") else None
-        out.append(Scenario(topic, s["name"], s["arch"], s["command"],
-                            tuple(metrics), int(s.get("repeats", 5)), group,
-                            s.get("seed", ""), int(s.get("timeout", 300)),
-                            s.get("level", "default"), _sides(s, origin),
-                            s.get("clock", "host"), _config(s, origin, configs),
-                            s.get("before", "").strip(), s.get("after", "").strip()))
-        if out[-1].level not in LEVELS:
-            raise LabError(f"{origin}: {s['name']}: level must be one of {LEVELS}")
-        if out[-1].clock not in CLOCKS:
-            raise LabError(f"{origin}: {s['name']}: clock must be one of {tuple(CLOCKS)}")
+            metrics.append(Metric(m["name"], rx, m["unit"]))
+        group = re.compile(s["group_by"]) if s["group_by"] else None
+        out.append(Scenario(topic, s["name"], s["arch"], s["command"], tuple(metrics),
+                            s["repeats"], group, s["seed"], s["timeout"], s["level"],
+                            _sides(s, origin), s["clock"], _config(s, origin, configs),
+                            s["before"].strip(), s["after"].strip()))
     names = [sc.name for sc in out]
     if len(set(names)) != len(names):
         raise LabError(f"{origin}: scenario names repeat")
@@ -185,7 +169,7 @@ def load_all(directory: Path = paths.ROOT / "bench", configs: Path = paths.CONFI
              ) -> list[Scenario]:
     out = []
     for f in sorted(directory.glob("*.toml")):
-        out += parse(f.read_text(), str(f), configs)
+        out += parse(f.read_text(), datafile.origin(f), configs)
     return out
 
 

@@ -23,11 +23,11 @@ that name them.
 """
 import dataclasses
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import ktap, paths
+from lab import datafile, ktap, paths
+from lab.datafile import Key
 from lab.progress import LabError
 
 
@@ -166,63 +166,58 @@ class TestList:
         return boot_overhead + sum(timeouts) + sum(timeouts[:RETRIES_PER_BOOT])
 
 
+BOOT = datafile.Table({"name": Key(str), "why": Key(str, ""), "cmdline": Key(str, ""),
+                       "full": Key(bool, False), "config": Key(str, "")})
+TEST = datafile.Table({"name": Key(str), "args": Key(str, ""), "timeout": Key(int, None),
+                       "boots": Key([str], None), "skip": Key(str, ""), "files": Key([str], []),
+                       "must_run": Key(bool, False)})
+FLAKY = datafile.Table({"match": Key(str), "why": Key(str),
+                        "kind": Key(str, "failure", choices=FLAKY_KINDS)}, label_key=None)
+FILE = datafile.Table({"defaults": Key(datafile.Table({"timeout": Key(int, 120)}), {}),
+                       "boot": Key([BOOT], []), "test": Key([TEST], []),
+                       "flaky": Key([FLAKY], [])})
+
+
 def _boot(b: dict, origin: str, configs: Path) -> Boot:
-    if "name" not in b:
-        raise LabError(f"{origin}: a [[boot]] has no name")
-    unknown = set(b) - {"name", "cmdline", "why", "full", "config"}
-    if unknown:
-        raise LabError(f"{origin}: boot {b['name']}: unknown keys {sorted(unknown)}")
-    config = b.get("config", "")
+    config = b["config"]
     if config and not (re.fullmatch(r"[a-z0-9][a-z0-9_-]*", config)
                        and (configs / f"{config}.config").is_file()):
-        raise LabError(f"{origin}: boot {b['name']}: config {config!r} names no fragment "
+        raise LabError(f"{origin}: [[boot]] {b['name']!r}: config {config!r} names no fragment "
                        f"{configs}/<name>.config")
-    return Boot(b["name"], b.get("cmdline", ""), b.get("why", ""), bool(b.get("full", False)),
-                config)
+    return Boot(b["name"], b["cmdline"], b["why"], b["full"], config)
 
 
 def parse(text: str, arch: str, origin: str, configs: Path = paths.CONFIGS) -> TestList:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise LabError(f"{origin}: {e}") from e
-    default_timeout = data.get("defaults", {}).get("timeout", 120)
-    boots = tuple(_boot(b, origin, configs) for b in data.get("boot", []))
+    data = datafile.parse(text, FILE, origin)
+    default_timeout = data["defaults"]["timeout"]
+    boots = tuple(_boot(b, origin, configs) for b in data["boot"])
     if not boots:
         raise LabError(f"{origin}: no [[boot]]")
     boot_names = [b.name for b in boots]
     if len(set(boot_names)) != len(boot_names):
         raise LabError(f"{origin}: boot names repeat: {boot_names}")
     tests = []
-    for i, t in enumerate(data.get("test", []), 1):
-        if "name" not in t:
-            raise LabError(f"{origin}: test #{i} has no name")
-        unknown = set(t) - {"name", "args", "timeout", "boots", "skip", "files", "must_run"}
-        if unknown:
-            raise LabError(f"{origin}: test {t['name']}: unknown keys {sorted(unknown)}")
-        tb = tuple(t.get("boots", [b.name for b in boots if not (b.full or b.config)]))
+    for t in data["test"]:
+        tb = tuple(t["boots"] if t["boots"] is not None
+                   else [b.name for b in boots if not (b.full or b.config)])
         bad = [b for b in tb if b not in boot_names]
         if bad:
-            raise LabError(f"{origin}: test {t['name']}: unknown boot(s) {bad}")
-        tests.append(Test(t["name"], t.get("args", ""), int(t.get("timeout", default_timeout)),
-                          tb, t.get("skip", ""), tuple(t.get("files", ())),
-                          bool(t.get("must_run", False))))
+            raise LabError(f"{origin}: [[test]] {t['name']!r}: unknown boot(s) {bad}; "
+                           f"the boots: {', '.join(boot_names)}")
+        timeout = default_timeout if t["timeout"] is None else t["timeout"]
+        tests.append(Test(t["name"], t["args"], timeout, tb, t["skip"], tuple(t["files"]),
+                          t["must_run"]))
     keys = [(t.basename, b) for t in tests for b in t.boots]
     if len(set(keys)) != len(keys):
         raise LabError(f"{origin}: a test appears twice in one boot")
     flaky = []
-    for i, f in enumerate(data.get("flaky", []), 1):
-        if not f.get("match") or not f.get("why"):
-            raise LabError(f"{origin}: flaky #{i} needs a match (regex) and a why")
+    for i, f in enumerate(data["flaky"], 1):
         try:
             re.compile(f["match"])
         except re.error as e:
-            raise LabError(f"{origin}: flaky #{i}: bad regex {f['match']!r}: {e}") from e
-        kind = f.get("kind", "failure")
-        if kind not in FLAKY_KINDS:
-            raise LabError(f"{origin}: flaky #{i}: kind {kind!r}, not one of {FLAKY_KINDS}")
-        flaky.append(Flaky(f["match"], " ".join(f["why"].split()), kind))
-    return TestList(arch, boots, tuple(tests), tuple(flaky), int(default_timeout))
+            raise LabError(f"{origin}: [[flaky]] #{i}: bad regex {f['match']!r}: {e}") from e
+        flaky.append(Flaky(f["match"], " ".join(f["why"].split()), f["kind"]))
+    return TestList(arch, boots, tuple(tests), tuple(flaky), default_timeout)
 
 
 def describe(tl: TestList) -> str:
@@ -242,4 +237,4 @@ def load(arch: str, directory: Path = paths.TESTLISTS) -> TestList:
     f = directory / f"{arch}.toml"
     if not f.exists():
         raise LabError(f"no curated test list {f}")
-    return parse(f.read_text(), arch, str(f))
+    return parse(f.read_text(), arch, datafile.origin(f))

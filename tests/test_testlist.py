@@ -69,10 +69,21 @@ def test_boot_script_runs_each_test_with_its_args_and_timeout():
 
 @pytest.mark.parametrize("bad, msg", [
     ('[[boot]]\nname="a"\n[[test]]\nname="x"\nboots=["b"]\n', "unknown boot"),
-    ('[[boot]]\nname="a"\n[[test]]\nname="x"\nargz="-i 1"\n', "unknown keys"),
+    ('[[boot]]\nname="a"\n[[test]]\nname="x"\nargz="-i 1"\n',
+     "t: \\[\\[test\\]\\] 'x': unknown key 'argz' \\(did you mean 'args'\\?\\)$"),
+    ('[[boot]]\nname="a"\n[[test]]\nname="x"\ntimeout="60"\n',
+     "t: \\[\\[test\\]\\] 'x': 'timeout' must be an integer, not a string \\('60'\\)$"),
+    ('[[boot]]\nname="a"\n[[test]]\nname="x"\nboots="a"\n', "'boots' must be an array of strings"),
+    ('[[boots]]\nname="a"\n', "t: unknown key 'boots' \\(did you mean 'boot'\\?\\)$"),
+    ('[defaults]\ntimout=3\n[[boot]]\nname="a"\n',
+     "t: \\[defaults\\]: unknown key 'timout' \\(did you mean 'timeout'\\?\\)$"),
     ('[[test]]\nname="x"\n', "no \\[\\[boot\\]\\]"),
     ('[[boot]]\nname="a"\n[[test]]\nname="x"\n[[test]]\nname="x"\n', "twice"),
-    ('[[boot]]\nname="a"\n[[flaky]]\nmatch="SHUTDOWN"\n', "needs a match .regex. and a why"),
+    ('[[boot]]\nname="a"\n[[flaky]]\nmatch="SHUTDOWN"\n', "t: \\[\\[flaky\\]\\] #1: missing key 'why'$"),
+    ('[[boot]]\nname="a"\n[[flaky]]\nmatch="x"\nwhy="y"\nknid="crash"\n',
+     "t: \\[\\[flaky\\]\\] #1: unknown key 'knid' \\(did you mean 'kind'\\?\\)$"),
+    ('[[boot]]\nname="a"\n[[flaky]]\nmatch="x"\nwhy="y"\nkind="crsh"\n',
+     "'kind' is 'crsh', not one of 'failure', 'crash' \\(did you mean 'crash'\\?\\)$"),
     ('[[boot]]\nname="a"\n[[flaky]]\nmatch="(x"\nwhy="y"\n', "bad regex"),
 ])
 def test_bad_lists_are_refused(bad, msg):
@@ -210,8 +221,11 @@ def test_x86_flakes_are_recognised_in_real_output(detail, output, flaky):
 @pytest.mark.parametrize("boot, msg", [
     ('name="k"\nconfig="nope"', "config 'nope' names no fragment"),
     ('name="k"\nconfig="../x"', "names no fragment"),
-    ('name="k"\nkernel="kasan"', r"unknown keys \['kernel'\]"),
-    ('cmdline="x"', "a \\[\\[boot\\]\\] has no name"),
+    ('name="k"\nkernel="kasan"', r"unknown key 'kernel'"),
+    ('name="legacy"\ncmd_line="kvm.tdp_mmu=N"',
+     r"^t: \[\[boot\]\] 'legacy': unknown key 'cmd_line' \(did you mean 'cmdline'\?\)$"),
+    ('name="k"\nfull="yes"', r"'full' must be true or false, not a string"),
+    ('cmdline="x"', r"t: \[\[boot\]\] #1: missing key 'name'$"),
 ])
 def test_bad_boots_are_refused(tmp_path, boot, msg):
     (tmp_path / "kasan.config").write_text("CONFIG_KASAN=y\n")

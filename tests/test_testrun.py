@@ -130,5 +130,5 @@ def test_other_crashes_are_not_resumed():
 
 
 def test_a_crash_entry_of_unknown_kind_is_refused():
-    with pytest.raises(LabError, match="kind 'panic'"):
+    with pytest.raises(LabError, match="'kind' is 'panic', not one of"):
         testlist.parse(LIST + CRASH_ENTRY.replace('"crash"', '"panic"'), "x86_64", "t")
