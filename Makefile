@@ -16,7 +16,7 @@
 #   make list                      each arch's boots and tests
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
-# your own source as the base instead of base.conf's Debian package.
+# your own source as the base instead of base.toml's Debian package.
 
 ARCH    ?= x86_64
 VARIANT ?= patched

@@ -1,18 +1,20 @@
 """The base: Debian's linux-source package, pinned by version and sha256.
 
-base.conf names the package, version and the sha256 of the tarball it ships.
+base.toml names the package, version and the sha256 of the tarball it ships.
 Users with their own source can override it with LAB_BASE_TARBALL (a kernel
 tarball) or LAB_BASE_TREE (an extracted kernel tree); those are used as given.
 """
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths
+from lab import datafile, paths
+from lab.datafile import Key, Table
 from lab.progress import LabError, say
 
 
@@ -32,27 +34,23 @@ class Base:
         return f"{self.package} {self.version}"
 
 
-def parse_conf(text: str, origin: str = "base.conf") -> Base:
-    fields = {}
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise LabError(f"{origin}:{n}: expected 'key = value', got {raw!r}")
-        fields[key.strip()] = value.strip()
-    missing = [k for k in ("package", "version", "sha256") if not fields.get(k)]
-    if missing:
-        raise LabError(f"{origin}: missing {', '.join(missing)}")
-    return Base(fields["package"], fields["version"], fields["sha256"].lower())
+FILE = Table({"package": Key(str), "version": Key(str), "sha256": Key(str)})
+CONF = paths.ROOT / "base.toml"
 
 
-def load(conf: Path = paths.ROOT / "base.conf") -> Base:
-    try:
-        return parse_conf(conf.read_text(), str(conf))
-    except FileNotFoundError as e:
-        raise LabError(f"{conf} is missing") from e
+def _base(data: dict, origin: str) -> Base:
+    sha = data["sha256"].lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise LabError(f"{origin}: 'sha256' must be 64 hex digits, not {data['sha256']!r}")
+    return Base(data["package"], data["version"], sha)
+
+
+def parse(text: str, origin: str = "base.toml") -> Base:
+    return _base(datafile.parse(text, FILE, origin), origin)
+
+
+def load(conf: Path = CONF) -> Base:
+    return _base(datafile.read(conf, FILE), datafile.origin(conf))
 
 
 def sha256_of(path: Path) -> str:
@@ -98,7 +96,7 @@ def tarball(base: Base | None = None) -> Path:
         p = Path(override).resolve()
         if not p.is_file():
             raise LabError(f"LAB_BASE_TARBALL={override}: no such file")
-        say(f"base: using {p} (override, sha256 {sha256_of(p)[:16]}..., not checked against base.conf)")
+        say(f"base: using {p} (override, sha256 {sha256_of(p)[:16]}..., not checked against base.toml)")
         return p
     base = base or load()
     cached = paths.CACHE / f"{base.package}_{base.version}.tar.xz"

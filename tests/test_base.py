@@ -7,12 +7,26 @@ from lab import base, deps, initramfs, kernel
 from lab.progress import LabError
 
 
-def test_parse_conf():
-    b = base.parse_conf("# c\npackage = linux-source-6.12\nversion = 6.12.1-1\nsha256 = ABC\n")
+SHA = "AB" * 32
+
+
+def test_parse_base():
+    b = base.parse(f'# c\npackage = "linux-source-6.12"\nversion = "6.12.1-1"\nsha256 = "{SHA}"\n')
     assert (b.package, b.version, b.sha256, b.tarball_name) == (
-        "linux-source-6.12", "6.12.1-1", "abc", "linux-source-6.12.tar.xz")
-    with pytest.raises(LabError, match="missing sha256"):
-        base.parse_conf("package = p\nversion = v\n")
+        "linux-source-6.12", "6.12.1-1", SHA.lower(), "linux-source-6.12.tar.xz")
+
+
+@pytest.mark.parametrize("text, msg", [
+    ('package = "p"\nversion = "v"\n', "^base.toml: missing key 'sha256'$"),
+    (f'package = "p"\nversion = "v"\nsha265 = "{SHA}"\n',
+     r"^base.toml: unknown key 'sha265' \(did you mean 'sha256'\?\)$"),
+    (f'package = "p"\nversion = 6\nsha256 = "{SHA}"\n',
+     r"^base.toml: 'version' must be a string, not an integer \(6\)$"),
+    ('package = "p"\nversion = "v"\nsha256 = "abc"\n', "'sha256' must be 64 hex digits"),
+])
+def test_a_bad_base_is_one_line(text, msg):
+    with pytest.raises(LabError, match=msg):
+        base.parse(text)
 
 
 def fake_apt(tmp_path, monkeypatch, script):
