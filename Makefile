@@ -82,7 +82,7 @@ series: tree
 test: deps
 	@$(MAKE) --no-print-directory -j2 pytest tree
 	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) \
-		$(if $(FULL),--full) $(foreach b,$(TEST_BOOT),--boot $(b))
+		$(if $(FULL),--full) $(foreach b,$(TEST_BOOT),--boot $(b)) --variant $(VARIANT)
 
 # The fast loop: no make tree (the tree may hold commits not yet exported),
 # no pytest, no make check; kbuild rebuilds what is stale. ARGS, when given

@@ -134,8 +134,8 @@ def _arch_parts(prof: profile.Profile, tl: testlist.TestList, args) -> list[lane
 
     def build() -> list:
         try:
-            built["b"], built["initrd"] = testrun.build_arch(prof, tl, args.variant,
-                                                             not args.no_debug)
+            built["b"], built["initrd"], built["list"] = testrun.build_arch(
+                prof, tl, args.variant, not args.no_debug)
         except LabError as e:
             rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
             rep.rows.append((f"{arch}: build, selftests and initramfs",
@@ -162,7 +162,7 @@ def _arch_parts(prof: profile.Profile, tl: testlist.TestList, args) -> list[lane
         kern = bt.config or "b"
         if kern not in built or "initrd" not in built:
             return []
-        return [testrun.run_boot(built[kern], tl, built["initrd"], bt)]
+        return [testrun.run_boot(built[kern], built["list"], built["initrd"], bt)]
 
     return ([lanes.Part(arch, build, BUILD_WEIGHT)]
             + [lanes.Part(f"{arch}+{c}", lambda c=c: build_config(c), BUILD_WEIGHT, (arch,))
@@ -316,7 +316,9 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("--full", action="store_true",
                            help="also the boots marked full (long matrices)")
             s.add_argument("--no-debug", action="store_true", help="without configs/debug.config")
-            s.add_argument("--variant", default="patched", choices=kernel.VARIANTS)
+            s.add_argument("--variant", default="patched", choices=kernel.VARIANTS,
+                           help="vanilla: the base alone, the tests the series adds "
+                           "reported as skipped (not in this variant)")
             s.add_argument("--no-check", action="store_true", help="without make check")
             s.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                            help="make check and arches run side by side, at most this "

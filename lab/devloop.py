@@ -51,8 +51,8 @@ def run(arch: str, boot: str | None, tests: str, args: str | None,
     tag = f"run-{os.getpid()}"
     initrd = paths.BUILD / f"initramfs-{arch}-{tag}.cpio.gz"
     try:
-        b, initrd = testrun.build_arch(prof, tl, config=bt.config, dest=initrd,
-                                       selftests_src=src)
+        b, initrd, tl = testrun.build_arch(prof, tl, config=bt.config, dest=initrd,
+                                           selftests_src=src)
         return testrun.run_boot(b, tl, initrd, bt, log_suffix=f"-{tag}")
     finally:
         initrd.unlink(missing_ok=True)

@@ -24,6 +24,12 @@ def install_dir(b: Build, src: Path | None = None) -> Path:
     return out_dir(b, src) / "kselftest" / "kselftest_install"
 
 
+def installed(install: Path) -> set[str]:
+    """The files of an install's kvm collection, as the lists name them."""
+    kvm = install / "kvm"
+    return {str(f.relative_to(kvm)) for f in kvm.rglob("*") if f.is_file()}
+
+
 def check_source(src: Path) -> Path:
     src = src.resolve()
     if not (src / "tools/testing/selftests/kvm/Makefile").is_file():

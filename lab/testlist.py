@@ -71,6 +71,9 @@ class Test:
         return "KSELFTEST_" + re.sub(r"[^A-Za-z0-9_]", "_", self.basename).upper() + "_ARGS"
 
 
+# The skip reason of a listed test that the selftests being run do not have.
+NOT_IN_VARIANT = "not in this variant"
+
 FLAKY_KINDS = ("failure", "crash")
 
 
@@ -143,6 +146,15 @@ class TestList:
         if len({t.basename for t in tests}) != len(tests):
             raise LabError(f"a test is named twice: {', '.join(names)}")
         return dataclasses.replace(self, boots=(bt,), tests=tuple(tests))
+
+    def in_build(self, installed: set[str]) -> "TestList":
+        """The list for a selftests build that lacks some of its tests (the
+        vanilla kernel's: the series adds tests the base has not): a test
+        whose program or one of whose files installed (paths in the kvm
+        collection) has not is skipped, NOT_IN_VARIANT."""
+        return dataclasses.replace(self, tests=tuple(
+            t if t.skip or {t.name, *t.files} <= installed
+            else dataclasses.replace(t, skip=NOT_IN_VARIANT) for t in self.tests))
 
     def test_seconds(self, boots: list[Boot]) -> int:
         """The sum of the timeouts of every test to run in these boots: how

@@ -236,19 +236,31 @@ def test_build(prof: Profile, variant: str = "patched", debug: bool = True,
     return Build(prof, variant, debug, (config,) if config else ())
 
 
+def for_variant(tl: testlist.TestList, variant: str, installed: set[str]) -> testlist.TestList:
+    """The list a variant's selftests build runs. The vanilla kernel's
+    selftests lack the tests the series adds: they are reported as skipped,
+    "not in this variant", and every other test runs, so that the pass sets
+    of vanilla and patched compare boot by boot. The patched build must have
+    every test of the list: one it lacks is a mistake in the list or the
+    build, which initramfs.pack names."""
+    return tl.in_build(installed) if variant == "vanilla" else tl
+
+
 def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
                debug: bool = True, config: str = "", dest: Path | None = None,
-               selftests_src: Path | None = None) -> tuple[Build, Path]:
+               selftests_src: Path | None = None) -> tuple[Build, Path, testlist.TestList]:
     """The kernel, selftests and initramfs that every boot of the arch uses
     (with config: the kernel of the boots that name it, with its own
-    selftests build; with selftests_src, the selftests of that tree)."""
+    selftests build; with selftests_src, the selftests of that tree), and
+    the list its boots run (for_variant)."""
     b = test_build(prof, variant, debug, config)
     with lanes.BUILD_LOCK:
         kernel.build(b)
         install = selftests.build(b, src=selftests_src)
+        tl = for_variant(tl, variant, selftests.installed(install))
         initrd = initramfs.build(b, tl, dest or paths.BUILD / f"initramfs-{b.name}.cpio.gz",
                                  install)
-    return b, initrd
+    return b, initrd, tl
 
 
 def build_kernel(prof: Profile, variant: str, debug: bool, config: str) -> Build:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import ktap, qemu, testlist, testrun
+from lab import initramfs, ktap, qemu, testlist, testrun
 from lab.progress import LabError
 
 LIST = """
@@ -132,3 +132,48 @@ def test_other_crashes_are_not_resumed():
 def test_a_crash_entry_of_unknown_kind_is_refused():
     with pytest.raises(LabError, match="'kind' is 'panic', not one of"):
         testlist.parse(LIST + CRASH_ENTRY.replace('"crash"', '"panic"'), "x86_64", "t")
+
+
+SERIES_TESTS = """
+[[test]]
+name = "eager_split_test"
+must_run = true
+[[test]]
+name = "nx_split_on_fault_test.sh"
+files = ["nx_split_on_fault_test"]
+"""
+
+
+def test_vanilla_runs_the_curated_tests_it_has_and_skips_the_series_ones():
+    tl = testlist.parse(LIST + SERIES_TESTS, "x86_64", "t")
+    # the base's selftests: no eager_split_test; the wrapper script, not its program
+    base = {"dirty_log_test", "dirty_log_perf_test", "demand_paging_test",
+            "hardware_disable_test", "nx_split_on_fault_test.sh", "settings"}
+    vanilla = testrun.for_variant(tl, "vanilla", base)
+    assert {t.name: t.skip for t in vanilla.tests} == {
+        "dirty_log_test": "", "hardware_disable_test": "segfaults when linked static",
+        "dirty_log_perf_test": "", "demand_paging_test": "",
+        "eager_split_test": testlist.NOT_IN_VARIANT,
+        "nx_split_on_fault_test.sh": testlist.NOT_IN_VARIANT}
+    # the guest does not look for them, and the report says why they did not run
+    script = initramfs.boot_script(vanilla, "tdp")
+    assert "eager_split_test" not in script and "nx_split" not in script
+    done = console(["LAB-BOOT tdp\n"] + [f"ok 1 selftests: kvm: {n}\n" for n in
+                    ("dirty_log_test", "dirty_log_perf_test", "demand_paging_test")]
+                   + ["LAB-DONE tdp\n"], outcome=qemu.ENDED)
+    rep = testrun.judge_boot(vanilla, "tdp", done, "log")
+    assert rep.problems == []
+    assert [(label.split(": ", 1)[1], r.status, r.detail) for label, r in rep.rows][-2:] == [
+        ("eager_split_test", ktap.SKIP, "not in this variant"),
+        ("nx_split_on_fault_test.sh", ktap.SKIP, "not in this variant")]
+    # the patched build must have every test: one it lacks stays an error (initramfs.pack)
+    assert testrun.for_variant(tl, "patched", base) is tl
+
+
+def test_installed_names_the_files_as_the_lists_do(tmp_path):
+    from lab import selftests
+    (tmp_path / "kvm" / "x86_64").mkdir(parents=True)
+    for f in ("kvm/settings", "kvm/dirty_log_test", "kvm/x86_64/nx_huge_pages_test.sh"):
+        (tmp_path / f).write_text("")
+    assert selftests.installed(tmp_path) == {"settings", "dirty_log_test",
+                                             "x86_64/nx_huge_pages_test.sh"}
