@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from lab import (base, bench, check, deps, devloop, kernel, ktap, lanes, mail, paths,
-                 profile, scenarios, selftests, testlist, testrun, tree)
+                 profile, resultsindex, scenarios, selftests, testlist, testrun, tree)
 from lab.progress import LabError, say
 
 
@@ -79,9 +79,27 @@ def _check_report() -> testrun.BootReport:
     return rep
 
 
-def _print_reports(reports: list, kind: str) -> int:
+def _print_reports(reports: list, kind: str | None) -> int:
+    """Print the reports' KTAP, notes, failures and counts; keep them in
+    build/results/<kind>-<time>/ (kind None: nothing is kept)."""
     rows = [row for r in reports for row in r.rows]
     text = ktap.render(rows)
+    if kind:
+        _save_reports(reports, kind, text)
+    print(text, end="")
+    for n in (n for r in reports for n in r.notes):
+        print(f"NOTE: {n}", file=sys.stderr)
+    problems = [p for r in reports for p in r.problems]
+    for p in problems:
+        print(f"FAILED: {p}", file=sys.stderr)
+    failed = sum(1 for _, r in rows if r.failed)
+    skipped = sum(1 for _, r in rows if r.status == ktap.SKIP)
+    passed = len(rows) - failed - skipped
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed or problems else 0
+
+
+def _save_reports(reports: list, kind: str, text: str):
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = paths.RESULTS / f"{kind}-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
@@ -92,18 +110,7 @@ def _print_reports(reports: list, kind: str) -> int:
          "console_log": r.log, "problems": r.problems, "notes": r.notes,
          "tests": [{"name": lbl, "status": res.status, "detail": res.detail}
                    for lbl, res in r.rows]} for r in reports], indent=2) + "\n")
-    print(text, end="")
-    for n in (n for r in reports for n in r.notes):
-        print(f"NOTE: {n}", file=sys.stderr)
-    problems = [p for r in reports for p in r.problems]
-    for p in problems:
-        print(f"FAILED: {p}", file=sys.stderr)
-    failed = sum(1 for _, r in rows if r.failed)
-    skipped = sum(1 for _, r in rows if r.status == ktap.SKIP)
-    passed = len(rows) - failed - skipped
     say(f"results: {out}")
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 1 if failed or problems else 0
 
 
 def cmd_check(args):
@@ -200,6 +207,11 @@ def cmd_run(args):
     return _print_reports([rep], "run")
 
 
+def cmd_parse(args):
+    rep = devloop.parse(Path(args.console), args.arch, args.boot, args.test)
+    return _print_reports([rep], None)
+
+
 def cmd_shell(args):
     return devloop.shell(args.arch, args.boot, args.kernel_args,
                          args.selftests and Path(args.selftests))
@@ -220,7 +232,7 @@ def cmd_bench(args):
     res = bench.run_qemu(scs)
     out = _bench_out("qemu")
     print(bench.write(scs, res, out), end="")
-    say(f"bench: results in {out}")
+    say(f"bench: results in {out}; index {resultsindex.write()}")
     return 0
 
 
@@ -255,6 +267,11 @@ def cmd_compare(args):
     known = {s.key: s for s in scenarios.load_all()}
     scs = [known[k] for k in keys if k in known]
     print(bench.write(scs, merged, _bench_out("compare"), ("A", "B")), end="")
+    resultsindex.write()
+
+
+def cmd_results_index(args):
+    say(f"results-index: wrote {resultsindex.write()}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -266,7 +283,8 @@ def parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=cmd_tree)
     sub.add_parser("export", help="write the tree's commits to patches/").set_defaults(fn=cmd_export)
     d = sub.add_parser("deps", help="check (or --install) the system tools")
-    d.add_argument("--install", action="store_true")
+    d.add_argument("--install", action="store_true",
+                   help="apt-get install what is missing (and add the guests' dpkg arch)")
     d.set_defaults(fn=cmd_deps)
     bn = sub.add_parser("bench", help="vanilla vs patched in QEMU")
     bn.add_argument("--level", choices=("quick", "default", "full"), default="default")
@@ -304,11 +322,25 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--kernel-args", default="", help="added to the boot's command line")
     sh.add_argument("--selftests", help="as for run")
     sh.set_defaults(fn=cmd_shell)
+    pa = sub.add_parser("parse", help="judge a saved console log again with today's list, "
+                        "[[flaky]] entries and splat scan: the same KTAP, exit 1 on a failure")
+    pa.add_argument("console", help="a console log, e.g. build/logs/boot-<build>-<boot>.log")
+    pa.add_argument("--arch", choices=profile.arches(),
+                    help="default: the arch whose QEMU or console device the log shows")
+    pa.add_argument("--boot", help="default: the boot the log's LAB-BOOT line names")
+    pa.add_argument("--test", help="only these tests, comma separated (a make run console)")
+    pa.set_defaults(fn=cmd_parse)
+    sub.add_parser("results-index", help="write results/README.md, the index of the saved "
+                   "bench runs, from their results.json").set_defaults(fn=cmd_results_index)
     ls = sub.add_parser("list", help="the boots and tests of each arch's list")
     ls.add_argument("--arch", action="append", choices=profile.arches())
     ls.set_defaults(fn=cmd_list)
-    for name, fn in (("kernel", cmd_kernel), ("selftests", cmd_selftests), ("test", cmd_test)):
-        s = sub.add_parser(name)
+    for name, fn, what in (
+            ("kernel", cmd_kernel, "build one kernel: ARCH x VARIANT, debug or not"),
+            ("selftests", cmd_selftests, "build that kernel's kvm selftests, static"),
+            ("test", cmd_test, "make test without pytest: make check, then build, boot and "
+             "run the curated selftests of each arch, KTAP out")):
+        s = sub.add_parser(name, help=what)
         if name == "test":
             s.add_argument("--arch", action="append", choices=profile.arches())
             s.add_argument("--boot", action="append",

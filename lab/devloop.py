@@ -1,17 +1,20 @@
-"""make run and make shell: the fast loop, one boot of the test kernel.
+"""make run, make shell and lab parse: the fast loop, one boot of the test kernel.
 
 Both boot the kernel make test boots (the arch's patched debug build, or the
 kernel the boot's `config` names), built only when kbuild finds it stale.
 make run runs the named tests in one boot of the list and prints make test's
 KTAP for them; make shell gives the guest's console to the terminal, with
-every kvm selftest of the build in /kselftest/kvm.
+every kvm selftest of the build in /kselftest/kvm. python3 -m lab parse
+judges a saved console again with today's list and rules (a new [[flaky]]
+regex is tried so), booting nothing.
 """
 import dataclasses
 import os
+import re
 import subprocess
 from pathlib import Path
 
-from lab import initramfs, kernel, lanes, paths, profile, selftests, testlist, testrun
+from lab import initramfs, kernel, lanes, paths, profile, qemu, selftests, testlist, testrun
 from lab.progress import LabError, say
 
 
@@ -94,3 +97,48 @@ def shell(arch: str, boot: str | None, kernel_args: str,
         return subprocess.call(argv)
     finally:
         initrd.unlink(missing_ok=True)
+
+
+def console_arch(argv: str, con: qemu.Console) -> str | None:
+    """The arch whose QEMU ran the console (the log's command line), or
+    whose console device its kernel command line names."""
+    profs = [profile.load(a) for a in profile.arches()]
+    binary = argv.split(" ", 1)[0]
+    for p in profs:
+        if binary == p.qemu_binary or any(f"console={p.console}" in ln for ln in con.lines):
+            return p.arch
+    return None
+
+
+def console_boot(argv: str, con: qemu.Console) -> str | None:
+    """The boot the guest ran: lab.boot= on QEMU's command line, or init's
+    LAB-BOOT line."""
+    for ln in (argv, *con.lines):
+        m = re.search(r"^LAB-BOOT (\S+)|\blab\.boot=(\S+)", ln)
+        if m:
+            return m.group(1) or m.group(2)
+    return None
+
+
+def parse(log: Path, arch: str | None, boot: str | None,
+          tests: str | None) -> testrun.BootReport:
+    """A saved console (build/logs/boot-*.log) judged as make test judges a
+    boot: today's testlists/<arch>.toml, its [[flaky]] entries, the splat
+    scan. tests: only these (a make run console), as make run lists them."""
+    argv, con = qemu.read_log(log, testrun.DONE)
+    arch = arch or console_arch(argv, con)
+    if not arch:
+        raise LabError(f"{log}: which arch's console is it? say --arch "
+                       f"({', '.join(profile.arches())})")
+    boot = boot or console_boot(argv, con)
+    if not boot:
+        raise LabError(f"{log}: no LAB-BOOT line or lab.boot= says which boot it ran; say --boot")
+    tl = testlist.load(arch)
+    tl = tl.for_run(boot, split_names(tests)) if tests else dataclasses.replace(
+        tl, boots=(tl.boot(boot),))
+    rep = testrun.judge_boot(tl, boot, con, log)
+    crash = testrun.known_crash(tl, con)
+    if crash:
+        rep.notes.append(f"{rep.label}: the guest kernel crashed, a known emulation flake "
+                         f"({crash.why}); make test would run the rest in a second boot")
+    return rep

@@ -92,10 +92,31 @@ def run(argv: list[str], budget: float, log: Path, done_marker: str,
         t.join(timeout=10)
         con.seconds = time.monotonic() - start
         if killed:
-            con.outcome = KILLED
-            logf.write(f"\n[lab] QEMU killed after {budget:.0f} s budget\n")
-        elif any(ln.startswith(done_marker) for ln in con.lines):
-            con.outcome = ENDED
-        else:
-            con.outcome = EXITED_EARLY
+            logf.write(f"\n{KILLED_LINE} {budget:.0f} s budget\n")
+        con.outcome = _outcome(con.lines, done_marker, killed)
     return con
+
+
+# The log of run(): "$ <argv>", the console, and this line if the watchdog
+# ended it.
+KILLED_LINE = "[lab] QEMU killed after"
+
+
+def _outcome(lines: list[str], done_marker: str, killed: bool) -> str:
+    if killed:
+        return KILLED
+    return ENDED if any(ln.startswith(done_marker) for ln in lines) else EXITED_EARLY
+
+
+def read_log(log: Path, done_marker: str) -> tuple[str, Console]:
+    """(QEMU's command line, the console) of a log run() wrote, with the
+    outcome the log shows, to judge it again; a bare console (no command
+    line) reads as well."""
+    try:
+        lines = log.read_text(errors="replace").splitlines(keepends=True)
+    except OSError as e:
+        raise LabError(f"cannot read {log}: {e.strerror}") from e
+    argv = lines.pop(0)[2:].strip() if lines and lines[0].startswith("$ ") else ""
+    killed = any(ln.startswith(KILLED_LINE) for ln in lines)
+    lines = [ln for ln in lines if not ln.startswith(KILLED_LINE)]
+    return argv, Console(lines=lines, outcome=_outcome(lines, done_marker, killed))

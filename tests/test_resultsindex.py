@@ -1,0 +1,30 @@
+"""results/README.md is made from the runs' results.json, never by hand."""
+import json
+
+from lab import resultsindex
+
+RUN = {"scenarios": ["t/enable", "t/gone"],
+       "values": {"t/enable": [
+           {"metric": "enable", "group": "48-bit 4K", "vanilla": [10, 11, 9], "patched": [5, 5.5, 4.5]},
+           {"metric": "enable", "group": "40-bit 16K", "vanilla": [10, 11, 9], "patched": [10, 12, 9]},
+           {"metric": "passes", "group": "", "vanilla": [3, 3], "patched": [3]}]},
+       "errors": {"t/gone": ["boot 1/5: crashed"]}, "phases": []}
+
+
+def test_a_row_per_scenario_and_metric_of_each_run(tmp_path):
+    for run in ("2026-11-22/qemu-1", "2026-11-23/qemu-2"):
+        (tmp_path / run).mkdir(parents=True)
+        (tmp_path / run / "results.json").write_text(json.dumps(RUN))
+    (tmp_path / "2026-11-23/notes").mkdir()       # no results.json: not a run
+    text = resultsindex.render(tmp_path)
+    assert text.index("## 2026-11-23") < text.index("## 2026-11-22")    # latest first
+    assert "[qemu-2](2026-11-23/qemu-2/report.md)" in text
+    assert ("| t/enable | enable | vanilla → patched | 2 | -50.0 to +3.3 % | 1 faster, "
+            "1 within noise | 0 |") in text
+    assert "| t/enable | passes | vanilla → patched | 1 | +0.0 % | 1 within noise | 0 |" in text
+    assert "| t/gone | - | - | 0 | no data | - | 1 |" in text
+
+
+def test_the_committed_index_is_current():
+    # make bench rewrites it; after a run saved by hand: python3 -m lab results-index
+    assert (resultsindex.RESULTS / "README.md").read_text() == resultsindex.render()
