@@ -1,8 +1,10 @@
 # kvm-mmu-series: the front door. Every target is a thin call into lab/.
 #
-#   make test [TEST_ARCH=..] [TEST_JOBS=n] [FULL=1] [TEST_BOOT=..]   pytest + make check +
-#                                  build, boot and selftest each arch (check and arches
-#                                  side by side, n at once; FULL=1 adds the long matrices)
+#   make test [TEST_ARCH=..] [TEST_JOBS=n] [FULL=1] [TEST_BOOT=..] [VARIANT=vanilla]
+#                                  pytest + make check + build, boot and selftest each
+#                                  arch (side by side, n at once; FULL=1 adds the long
+#                                  matrices; vanilla: the base, the series' tests skipped)
+#   make pytest                    the harness's own tests alone (about 20 s)
 #   make check [CHECK_REBUILD=1]   checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
 #   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
@@ -14,6 +16,7 @@
 #                                  (no pytest, no check); SELFTESTS: another tree's kvm selftests
 #   make shell ARCH=.. [BOOT=..] [SELFTESTS=..]   that guest's console, /kselftest/kvm
 #   make list                      each arch's boots and tests
+#   python3 -m lab parse <console.log>   judge a saved console again (python3 -m lab --help)
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
 # your own source as the base instead of base.toml's Debian package.
@@ -38,8 +41,9 @@ VLAB := $(VENV)/bin/python -m lab
 .PHONY: all deps venv base tree export kernel selftests test check pytest bench bench-native \
 	compare series clean help run shell list
 
+# The comment block at the top, up to the first blank line.
 help:
-	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(LAB) deps --install
