@@ -135,17 +135,17 @@ def run_native(scs: list[Scenario], ksft_kvm: Path, label: str) -> Results:
 
 
 # kernel variant, command line, clock, bench-only config fragments
-BootKey = tuple[str, str, str, tuple[str, ...]]
+BootKey = tuple[str, str, str, tuple[str, ...], str]
 
 
 def boot_plan(scs: list[Scenario]) -> dict[BootKey, list[tuple[Scenario, Side]]]:
-    """(kernel variant, command line, clock, config) -> the scenario sides
+    """(kernel variant, command line, clock, config, QEMU cpu) -> the scenario sides
     that boot so, in the order the scenarios list them (a scenario's
     baseline boots first)."""
     plan: dict[BootKey, list[tuple[Scenario, Side]]] = {}
     for sc in scs:
         for side in sc.sides:
-            plan.setdefault((side.variant, side.cmdline, sc.clock, sc.config),
+            plan.setdefault((side.variant, side.cmdline, sc.clock, sc.config, sc.cpu),
                             []).append((sc, side))
     return plan
 
@@ -175,7 +175,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
         files = sorted({shlex.split(s.command)[0] for s in mine})
         repeats = max(s.repeats for s in mine)
         for r in range(repeats):
-            for i, ((variant, cmdline, clock, config), members) in enumerate(plan.items()):
+            for i, ((variant, cmdline, clock, config, cpu), members) in enumerate(plan.items()):
                 todo = [(s, side) for s, side in members if r < s.repeats]
                 if not todo:
                     continue
@@ -184,6 +184,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
                                         paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
                                         "bench/", selftests_of=tests_of)
                 where = (f"{b.name} [{cmdline}]" + (f" {clock} clock" if clock != "host" else "")
+                         + (f" -cpu {cpu}" if cpu else "")
                          + f" boot {r + 1}/{repeats}")
                 log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
                 budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
@@ -191,7 +192,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
                     + f" (log {log})")
                 clk = scenarios.CLOCKS[clock]
                 argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
-                                      clk.qemu_args, clk.smp)
+                                      clk.qemu_args, clk.smp, cpu=cpu)
                 con = qemu.run(argv, budget, log, "LAB-DONE")
                 res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
                 sections = split_console(con.lines)

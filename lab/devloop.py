@@ -89,7 +89,8 @@ def shell(arch: str, boot: str | None, kernel_args: str,
                             paths.BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",
                             "make shell", install=install)
     argv = prof.qemu_argv(b.image, initrd,
-                          f"lab.boot=shell {bt.cmdline}".strip(), serial="mon:stdio")
+                          f"lab.boot=shell {bt.cmdline}".strip(), serial="mon:stdio",
+                          cpu=bt.cpu)
     say(f"shell {arch}/{bt.name}: {bt.cmdline or '(default command line)'}; "
         f"Ctrl-A x quits QEMU")
     # Interactive: the person at the console decides when it ends.

@@ -26,11 +26,11 @@ class Profile:
 
     def qemu_argv(self, kernel: Path, initrd: Path, cmdline: str,
                   extra: tuple[str, ...] = (), smp: int | None = None,
-                  serial: str = "stdio") -> list[str]:
+                  serial: str = "stdio", cpu: str = "") -> list[str]:
         append = " ".join(x for x in (f"console={self.console}", "panic=-1",
                                       "oops=panic", self.append, cmdline) if x)
         # -no-reboot turns the guest's reboot (and panic=-1's) into QEMU exiting.
-        return [self.qemu_binary, "-M", self.machine, "-cpu", self.cpu,
+        return [self.qemu_binary, "-M", self.machine, "-cpu", cpu or self.cpu,
                 "-smp", str(smp or self.smp), "-m", self.memory, "-accel", "tcg",
                 "-nodefaults", "-display", "none", "-serial", serial, "-no-reboot",
                 *extra, "-kernel", str(kernel), "-initrd", str(initrd), "-append", append]

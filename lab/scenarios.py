@@ -80,6 +80,7 @@ class Scenario:
     config: tuple[str, ...] = ()    # fragments of configs/ both kernels add
     before: str = ""                # guest shell lines around the command
     after: str = ""
+    cpu: str = ""                   # QEMU's -cpu, in place of the arch profile's
 
     @property
     def key(self) -> str:
@@ -102,7 +103,7 @@ SCENARIO = datafile.Table({
     "timeout": Key(int, 300), "level": Key(str, "default", choices=LEVELS),
     "clock": Key(str, "host", choices=tuple(CLOCKS)), "cmdline": Key(str, ""),
     "a": Key(SIDE, None), "b": Key(SIDE, None), "config": Key((str, [str]), []),
-    "before": Key(str, ""), "after": Key(str, "")})
+    "before": Key(str, ""), "after": Key(str, ""), "cpu": Key(str, "")})
 # [defaults] holds keys of [[scenario]], checked when merged into each.
 FILE = datafile.Table({"topic": Key(str, ""), "defaults": Key(dict, {}),
                        "scenario": Key([dict], [])})
@@ -158,7 +159,7 @@ def parse(text: str, origin: str, configs: Path = paths.CONFIGS) -> list[Scenari
         out.append(Scenario(topic, s["name"], s["arch"], s["command"], tuple(metrics),
                             s["repeats"], group, s["seed"], s["timeout"], s["level"],
                             _sides(s, origin), s["clock"], _config(s, origin, configs),
-                            s["before"].strip(), s["after"].strip()))
+                            s["before"].strip(), s["after"].strip(), s["cpu"]))
     names = [sc.name for sc in out]
     if len(set(names)) != len(names):
         raise LabError(f"{origin}: scenario names repeat")

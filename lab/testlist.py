@@ -49,6 +49,9 @@ class Boot:
     # A fragment of configs/ merged on top of the test kernel's (e.g. "kasan"):
     # the boot runs that kernel, which make test builds beside the other.
     config: str = ""
+    # QEMU's -cpu in place of the arch profile's: a CPU model or property the
+    # boot is about (e.g. an AmpereOne MIDR, for its stage-2 errata).
+    cpu: str = ""
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,8 @@ class TestList:
 
 
 BOOT = datafile.Table({"name": Key(str), "why": Key(str, ""), "cmdline": Key(str, ""),
-                       "full": Key(bool, False), "config": Key(str, "")})
+                       "full": Key(bool, False), "config": Key(str, ""),
+                       "cpu": Key(str, "")})
 TEST = datafile.Table({"name": Key(str), "args": Key(str, ""), "timeout": Key(int, None),
                        "boots": Key([str], None), "skip": Key(str, ""), "files": Key([str], []),
                        "must_run": Key(bool, False)})
@@ -196,7 +200,7 @@ def _boot(b: dict, origin: str, configs: Path) -> Boot:
                        and (configs / f"{config}.config").is_file()):
         raise LabError(f"{origin}: [[boot]] {b['name']!r}: config {config!r} names no fragment "
                        f"{configs}/<name>.config")
-    return Boot(b["name"], b["cmdline"], b["why"], b["full"], config)
+    return Boot(b["name"], b["cmdline"], b["why"], b["full"], config, b["cpu"])
 
 
 def parse(text: str, arch: str, origin: str, configs: Path = paths.CONFIGS) -> TestList:

@@ -167,8 +167,10 @@ def resume_point(tl: testlist.TestList, boot: str, con: qemu.Console) -> int:
 def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, label: str,
                extra: str, log) -> qemu.Console:
     argv = b.profile.qemu_argv(b.image, initrd,
-                               f"lab.boot={boot.name} {boot.cmdline} {extra}".strip())
+                               f"lab.boot={boot.name} {boot.cmdline} {extra}".strip(),
+                               cpu=boot.cpu)
     say(f"boot {label}: {boot.cmdline or '(default command line)'} {extra}".rstrip()
+        + (f" -cpu {boot.cpu}" if boot.cpu else "")
         + f" (budget {tl.budget(boot.name, BOOT_OVERHEAD)} s, log {log})")
     return qemu.run(argv, tl.budget(boot.name, BOOT_OVERHEAD), log, DONE,
                     on_line=_progress(label))

@@ -160,13 +160,13 @@ def test_sides_default_to_the_kernels_or_name_two_command_lines():
     # sides that boot alike share a boot; the baseline of each scenario boots first
     plan = bench.boot_plan([disable, also, kernels])
     assert [(k, [(s.name, side.label) for s, side in v]) for k, v in plan.items()] == [
-        (("patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N", "host", ()),
+        (("patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N", "host", (), ""),
          [("disable", "shadow MMU")]),
-        (("patched", "hugepagesz=2M hugepages=64", "host", ()),
+        (("patched", "hugepagesz=2M hugepages=64", "host", (), ""),
          [("disable", "TDP MMU"), ("also-tdp", "TDP MMU"), ("kernels", "patched")]),
-        (("patched", "hugepagesz=2M hugepages=64 kvm.eager_page_split=N", "host", ()),
+        (("patched", "hugepagesz=2M hugepages=64 kvm.eager_page_split=N", "host", (), ""),
          [("also-tdp", "eps=N")]),
-        (("vanilla", "hugepagesz=2M hugepages=64", "host", ()), [("kernels", "vanilla")]),
+        (("vanilla", "hugepagesz=2M hugepages=64", "host", (), ""), [("kernels", "vanilla")]),
     ]
 
 
@@ -257,8 +257,8 @@ def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
     assert (wall.clock, counted.clock) == ("host", "icount")
     # same kernels and command line, but a clock of its own: a boot of its own
     assert list(bench.boot_plan([wall, counted])) == [
-        ("vanilla", "", "host", ()), ("patched", "", "host", ()),
-        ("vanilla", "", "icount", ()), ("patched", "", "icount", ())]
+        ("vanilla", "", "host", (), ""), ("patched", "", "host", (), ""),
+        ("vanilla", "", "icount", (), ""), ("patched", "", "icount", (), "")]
     clk = scenarios.CLOCKS[counted.clock]
     argv = profile.load("arm64").qemu_argv(tmp_path / "Image", tmp_path / "initrd", "",
                                            clk.qemu_args, clk.smp)
@@ -303,9 +303,9 @@ def test_a_scenario_with_config_boots_kernels_of_its_own(tmp_path):
     locks, timed = scenarios.parse(COUNTED, "bench/x.toml", configs=tmp_path)
     assert locks.config == ("lock-stat",) and timed.config == ()
     plan = bench.boot_plan([locks, timed])
-    assert list(plan) == [("vanilla", "", "host", ("lock-stat",)),
-                          ("patched", "", "host", ("lock-stat",)),
-                          ("vanilla", "", "host", ()), ("patched", "", "host", ())]
+    assert list(plan) == [("vanilla", "", "host", ("lock-stat",), ""),
+                          ("patched", "", "host", ("lock-stat",), ""),
+                          ("vanilla", "", "host", (), ""), ("patched", "", "host", (), "")]
     # the patched kernel without config is built in any case: its selftests run everywhere
     assert bench.kernels(bench.boot_plan([locks])) == [
         ("patched", ()), ("vanilla", ("lock-stat",)), ("patched", ("lock-stat",))]
@@ -359,3 +359,32 @@ def test_the_aging_scenarios_read_the_lines_the_selftest_prints():
     assert got["populate-tdp-lock-stat"] == {("aging passes", ""): [12.0],
                                              ("mmu_lock write acquisitions", ""): [67890.0],
                                              ("mmu_lock write contentions", ""): [89.0]}
+
+
+CPU = '''
+[defaults]
+arch = "arm64"
+command = "access_tracking_perf_test -p"
+metrics = [ { name = "pass", regex = 'pass: (\\d+\\.\\d+)s' } ]
+
+[[scenario]]
+name = "hw-af"
+
+[[scenario]]
+name = "sw-af"
+cpu = "max,midr=0xc00fac30"
+'''
+
+
+def test_a_scenario_with_a_cpu_boots_apart_with_that_cpu(tmp_path):
+    hw, sw = scenarios.parse(CPU, "bench/a.toml")
+    assert (hw.cpu, sw.cpu) == ("", "max,midr=0xc00fac30")
+    assert list(bench.boot_plan([hw, sw])) == [
+        ("vanilla", "", "host", (), ""), ("patched", "", "host", (), ""),
+        ("vanilla", "", "host", (), "max,midr=0xc00fac30"),
+        ("patched", "", "host", (), "max,midr=0xc00fac30")]
+    prof = profile.load("arm64")
+    argv = prof.qemu_argv(tmp_path / "Image", tmp_path / "initrd", "", cpu=sw.cpu)
+    assert argv[argv.index("-cpu") + 1] == "max,midr=0xc00fac30"
+    argv = prof.qemu_argv(tmp_path / "Image", tmp_path / "initrd", "")
+    assert argv[argv.index("-cpu") + 1] == prof.cpu

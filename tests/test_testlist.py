@@ -246,3 +246,16 @@ boots = ["tdp", "kasan-tdp"]
     assert tl.tests[0].boots == ("tdp", "shadow")
     assert [t.name for t in tl.tests_for("kasan-tdp")] == ["aging_stress_test"]
     assert [b.name for b in tl.selected()] == ["tdp", "shadow", "kasan-tdp"]
+
+
+def test_a_boot_may_give_qemu_its_own_cpu():
+    tl = testlist.parse(LIST + """
+[[boot]]
+name = "sw-af"
+cpu = "max,midr=0xc00fac30"
+""", "arm64", "t")
+    boots = {b.name: b for b in tl.boots}
+    assert (boots["sw-af"].cpu, boots["tdp"].cpu) == ("max,midr=0xc00fac30", "")
+    prof = profile.load("arm64")
+    argv = prof.qemu_argv("Image", "initrd", "", cpu=boots["sw-af"].cpu)
+    assert argv[argv.index("-cpu") + 1] == "max,midr=0xc00fac30"
