@@ -218,6 +218,8 @@ REAL_LINES = {
     "Aging pass duration (avg): 0.123456789s, passes: 12, total: 1.481481468s\r\n":
         (0.123456789, 12),
     "vCPU wall time (slowest): 3.456789012s\r\n": 3.456789012,
+    # arm64-aging/0004, from the guest's console (-icount, arm64)
+    "Aging pass instructions (avg): 7312574\r\n": 7312574,
     "                        &(kvm)->mmu_lock:             2              4        3771.00"
     "        7850.80       25673.12        6418.28             33           4146"
     "           0.65        6138.67       77036.39          18.58\r\n": (4, 4146),
