@@ -15,12 +15,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import initramfs, kernel, ktap, paths, profile, qemu, scenarios, selftests, stats
+from lab import (initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios, selftests,
+                 stats)
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.scenarios import Scenario, Side
 
-BEGIN, END = "LAB-SCENARIO-BEGIN", "LAB-SCENARIO-END"
+BEGIN, END = markers.SCENARIO_BEGIN, markers.SCENARIO_END
 BOOT_OVERHEAD = 120
 
 
@@ -193,7 +194,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
                 clk = scenarios.CLOCKS[clock]
                 argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
                                       clk.qemu_args, clk.smp, cpu=cpu)
-                con = qemu.run(argv, budget, log, "LAB-DONE")
+                con = qemu.run(argv, budget, log, markers.DONE)
                 res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
                 sections = split_console(con.lines)
                 for s, side in todo:
