@@ -57,6 +57,27 @@ class Results:
                     for p in data.get("phases", [])]
         return r
 
+    @classmethod
+    def compared(cls, runs: list[dict], sides: tuple[str, str]) -> "Results":
+        """Two saved runs (results.json) as one, each run's values under its
+        side's label (make compare: A, the baseline, and B)."""
+        merged = cls()
+        for run, side in zip(runs, sides):
+            one = cls.from_json(run)
+            for k, cells in one.values.items():
+                for cell, by_v in cells.items():
+                    for xs in by_v.values():
+                        merged.values[k][cell][side] += xs
+            for k, errs in one.errors.items():
+                merged.errors[k] += [f"{side}: {e}" for e in errs]
+        return merged
+
+
+def out_dir(kind: str) -> Path:
+    """results/<date>/<kind>-<time>/: where a bench run (or a compare) is kept."""
+    return Path(paths.ROOT / "results" / time.strftime("%Y-%m-%d")
+                / f"{kind}-{time.strftime('%H%M%S')}")
+
 
 def guest_script(scs: list[Scenario]) -> str:
     lines = ["cd /kselftest/kvm"]
