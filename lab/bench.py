@@ -62,7 +62,7 @@ class Results:
         """Two saved runs (results.json) as one, each run's values under its
         side's label (make compare: A, the baseline, and B)."""
         merged = cls()
-        for run, side in zip(runs, sides):
+        for run, side in zip(runs, sides, strict=True):
             one = cls.from_json(run)
             for k, cells in one.values.items():
                 for cell, by_v in cells.items():

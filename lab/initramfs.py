@@ -55,9 +55,9 @@ RUN_TEST = r"""run_test() {
 	[ "$retries_left" -gt 0 ] || return 0
 	retries_left=$((retries_left - 1))
 	for last in "$@"; do :; done
-	echo "%s ${last#kvm:}"
+	echo "@RETRY@ ${last#kvm:}"
 	"$@"
-}""" % markers.RETRY
+}""".replace("@RETRY@", markers.RETRY)
 
 
 def boot_script(tests: TestList, boot: str) -> str:
