@@ -159,11 +159,16 @@ def resume_point(tl: testlist.TestList, boot: str, seen: console.Reading) -> int
     return 0
 
 
-def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, label: str,
-               extra: str, log) -> qemu.Console:
-    argv = b.profile.qemu_argv(b.image, initrd,
+def boot_argv(b: Build, initrd, boot: testlist.Boot, extra: str = "") -> list[str]:
+    """QEMU's command line for one boot of the list (extra: e.g. lab.from=)."""
+    return b.profile.qemu_argv(b.image, initrd,
                                f"lab.boot={boot.name} {boot.cmdline} {extra}".strip(),
                                cpu=boot.cpu)
+
+
+def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, label: str,
+               extra: str, log) -> qemu.Console:
+    argv = boot_argv(b, initrd, boot, extra)
     say(f"boot {label}: {boot.cmdline or '(default command line)'} {extra}".rstrip()
         + (f" -cpu {boot.cpu}" if boot.cpu else "")
         + f" (budget {tl.budget(boot.name, BOOT_OVERHEAD)} s, log {log})")
