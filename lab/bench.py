@@ -15,8 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import (initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios, selftests,
-                 stats)
+from lab import (benchplot, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
+                 selftests, stats)
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.scenarios import Scenario, Side
@@ -270,42 +270,6 @@ def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = No
     return "\n".join(out) + "\n"
 
 
-def plot(scs: list[Scenario], res: Results, dest: Path,
-         sides: tuple[str, str] | None = None) -> Path | None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        say("bench: matplotlib is not installed; no plot (make venv installs it)")
-        return None
-    labels, changes, errs = [], [], []
-    for sc in scs:
-        a, b = sides or sc.labels
-        for (metric, group), by_side in sorted(res.values.get(sc.key, {}).items()):
-            xa, xb = by_side.get(a, []), by_side.get(b, [])
-            if xa and xb:
-                c = stats.compare(xa, xb)
-                labels.append(f"{sc.name}: {metric}" + (f"\n{group}" if group else "")
-                              + f"\n{b} vs {a}")
-                changes.append(c.change_pct)
-                # stdev of the patched runs relative to the vanilla mean
-                errs.append(c.b_stdev / c.a_mean * 100 if c.a_mean else 0)
-    if not labels:
-        return None
-    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.6), 7))
-    ax.bar(range(len(labels)), changes, yerr=errs, capsize=4,
-           color=["tab:green" if x < 0 else "tab:red" for x in changes])
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=60, ha="right")
-    ax.set_ylabel("% runtime change, B vs A (the scenario's baseline)")
-    ax.set_title("kvm-mmu-series benchmark (lower is faster)")
-    fig.tight_layout()
-    fig.savefig(dest, dpi=100)
-    plt.close(fig)
-    return dest
-
-
 def write(scs: list[Scenario], res: Results, out: Path,
           sides: tuple[str, str] | None = None) -> str:
     out.mkdir(parents=True, exist_ok=True)
@@ -313,5 +277,5 @@ def write(scs: list[Scenario], res: Results, out: Path,
     (out / "results.json").write_text(json.dumps(
         {"scenarios": [s.key for s in scs], **res.to_json()}, indent=1) + "\n")
     (out / "report.md").write_text(text)
-    plot(scs, res, out / "change.png", sides)
+    benchplot.draw(benchplot.bars(scs, res, sides), out / "change.png")
     return text
