@@ -73,6 +73,26 @@ class Results:
         return merged
 
 
+NATIVE = paths.ROOT / "results" / "native"
+
+
+def save_native(label: str, scs: list[Scenario], res: Results) -> Path:
+    """results/native/<label>.json: one native run, for make compare."""
+    dest = NATIVE / f"{label}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps({"label": label, "scenarios": [s.key for s in scs],
+                                **res.to_json()}, indent=1) + "\n")
+    return dest
+
+
+def load_native(name: str) -> dict:
+    """A saved native run by label, or by the path of its .json."""
+    f = Path(name) if name.endswith(".json") else NATIVE / f"{name}.json"
+    if not f.exists():
+        raise LabError(f"compare: no saved run {f}")
+    return json.loads(f.read_text())
+
+
 def out_dir(kind: str) -> Path:
     """results/<date>/<kind>-<time>/: where a bench run (or a compare) is kept."""
     return Path(paths.ROOT / "results" / time.strftime("%Y-%m-%d")

@@ -1,7 +1,6 @@
 """python3 -m lab <command>: the thin command line the Makefile calls."""
 import argparse
 import errno
-import json
 import os
 import shutil
 import sys
@@ -103,20 +102,12 @@ def cmd_bench_native(args):
     scs = [s for s in scenarios.select(scenarios.load_all(), args.scenario)
            if s.arch == profile.host_arch()]
     res = bench.run_native(scs, Path(args.kvm_selftests).resolve(), args.label)
-    dest = paths.ROOT / "results" / "native" / f"{args.label}.json"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(json.dumps({"label": args.label, "scenarios": [s.key for s in scs],
-                                **res.to_json()}, indent=1) + "\n")
+    dest = bench.save_native(args.label, scs, res)
     say(f"bench-native: saved {dest}; compare two runs with make compare A=... B=...")
 
 
 def cmd_compare(args):
-    runs = []
-    for name in (args.a, args.b):
-        f = Path(name) if name.endswith(".json") else paths.ROOT / "results" / "native" / f"{name}.json"
-        if not f.exists():
-            raise LabError(f"compare: no saved run {f}")
-        runs.append(json.loads(f.read_text()))
+    runs = [bench.load_native(name) for name in (args.a, args.b)]
     merged = bench.Results.compared(runs, ("A", "B"))
     keys = list(dict.fromkeys(runs[0]["scenarios"] + runs[1]["scenarios"]))
     known = {s.key: s for s in scenarios.load_all()}
