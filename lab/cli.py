@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, deps, devloop, kernel, mail, paths, profile, report,
+from lab import (base, bench, deps, devloop, kernel, mail, passsets, paths, profile, report,
                  resultsindex, scenarios, selftests, suite, testlist, tree)
 from lab.progress import LabError, say
 
@@ -62,9 +62,18 @@ def cmd_series(args):
 
 
 def cmd_test(args):
-    return report.show(suite.run(args.arch or profile.arches(), args.boot, args.full,
-                                 args.variant, not args.no_debug, not args.no_check, args.jobs),
-                       "test")
+    reports = suite.run(args.arch or profile.arches(), args.boot, args.full,
+                        args.variant, not args.no_debug, not args.no_check, args.jobs)
+    code = report.show(reports, "test", args.variant)
+    if args.variant == "vanilla":
+        # What the run is for: its pass sets beside the series' own.
+        print(passsets.against_patched(passsets.from_summary(
+            report.summary(reports, args.variant), "this run")), end="")
+    return code
+
+
+def cmd_passes(args):
+    print(passsets.render(passsets.load(Path(args.a)), passsets.load(Path(args.b))), end="")
 
 
 def cmd_run(args):
@@ -146,6 +155,12 @@ def parser() -> argparse.ArgumentParser:
     cmp_.add_argument("a")
     cmp_.add_argument("b")
     cmp_.set_defaults(fn=cmd_compare)
+    ps = sub.add_parser("passes", help="two saved make test runs side by side, boot by boot: "
+                        "each test's result in either, the differences marked (* ), the "
+                        "counts per boot; e.g. a patched run and a vanilla one")
+    ps.add_argument("a", help="a results directory, e.g. build/results/test-<time>")
+    ps.add_argument("b", help="the other one")
+    ps.set_defaults(fn=cmd_passes)
     sub.add_parser("check", help="checkpatch, git am and quilt, each patch built alone"
                    ).set_defaults(fn=cmd_check)
     se = sub.add_parser("series", help="a send-ready folder for one topic")
