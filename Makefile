@@ -4,7 +4,7 @@
 #                                  pytest + make check + build, boot and selftest each
 #                                  arch (side by side, n at once; FULL=1 adds the long
 #                                  matrices; vanilla: the base, the series' tests skipped)
-#   make pytest                    the harness's own tests alone (about 20 s)
+#   make pytest                    the harness's own tests, ruff and shellcheck (about 20 s)
 #   make check [CHECK_REBUILD=1]   checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
 #   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
@@ -72,7 +72,7 @@ selftests: kernel
 	@$(LAB) selftests --arch $(ARCH) --variant $(VARIANT) $(if $(DEBUG),--debug)
 
 pytest: venv
-	@$(VENV)/bin/python -m pytest -q tests
+	@$(VENV)/bin/python -m pytest -q -rs tests
 
 check: deps venv tree
 	@$(LAB) check

@@ -122,3 +122,19 @@ def tarball(base: Base | None = None) -> Path:
 def _mkdir(p: Path) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def source() -> tuple[Path, str]:
+    """(the kernel source make tree imports, its label): LAB_BASE_TREE, or
+    LAB_BASE_TARBALL, or base.toml's package."""
+    override = os.environ.get("LAB_BASE_TREE")
+    if override:
+        p = Path(override).resolve()
+        if not (p / "Makefile").is_file() or not (p / "virt/kvm").is_dir():
+            raise LabError(f"LAB_BASE_TREE={override} does not look like a kernel tree")
+        say(f"base: using the tree {p} (override)")
+        return p, f"tree {p}"
+    tb = tarball()
+    if os.environ.get("LAB_BASE_TARBALL"):
+        return tb, f"tarball {tb.name} {sha256_of(tb)[:16]}"
+    return tb, load().label

@@ -15,12 +15,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import initramfs, kernel, ktap, paths, profile, qemu, scenarios, selftests, stats
+from lab import (benchplot, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
+                 selftests, stats)
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.scenarios import Scenario, Side
 
-BEGIN, END = "LAB-SCENARIO-BEGIN", "LAB-SCENARIO-END"
+BEGIN, END = markers.SCENARIO_BEGIN, markers.SCENARIO_END
 BOOT_OVERHEAD = 120
 
 
@@ -55,6 +56,47 @@ class Results:
         r.phases = [(p["what"], p["seconds"], p.get("qemu_peak_rss_kib", 0))
                     for p in data.get("phases", [])]
         return r
+
+    @classmethod
+    def compared(cls, runs: list[dict], sides: tuple[str, str]) -> "Results":
+        """Two saved runs (results.json) as one, each run's values under its
+        side's label (make compare: A, the baseline, and B)."""
+        merged = cls()
+        for run, side in zip(runs, sides, strict=True):
+            one = cls.from_json(run)
+            for k, cells in one.values.items():
+                for cell, by_v in cells.items():
+                    for xs in by_v.values():
+                        merged.values[k][cell][side] += xs
+            for k, errs in one.errors.items():
+                merged.errors[k] += [f"{side}: {e}" for e in errs]
+        return merged
+
+
+NATIVE = paths.ROOT / "results" / "native"
+
+
+def save_native(label: str, scs: list[Scenario], res: Results) -> Path:
+    """results/native/<label>.json: one native run, for make compare."""
+    dest = NATIVE / f"{label}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps({"label": label, "scenarios": [s.key for s in scs],
+                                **res.to_json()}, indent=1) + "\n")
+    return dest
+
+
+def load_native(name: str) -> dict:
+    """A saved native run by label, or by the path of its .json."""
+    f = Path(name) if name.endswith(".json") else NATIVE / f"{name}.json"
+    if not f.exists():
+        raise LabError(f"compare: no saved run {f}")
+    return json.loads(f.read_text())
+
+
+def out_dir(kind: str) -> Path:
+    """results/<date>/<kind>-<time>/: where a bench run (or a compare) is kept."""
+    return Path(paths.ROOT / "results" / time.strftime("%Y-%m-%d")
+                / f"{kind}-{time.strftime('%H%M%S')}")
 
 
 def guest_script(scs: list[Scenario]) -> str:
@@ -193,7 +235,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
                 clk = scenarios.CLOCKS[clock]
                 argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
                                       clk.qemu_args, clk.smp, cpu=cpu)
-                con = qemu.run(argv, budget, log, "LAB-DONE")
+                con = qemu.run(argv, budget, log, markers.DONE)
                 res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
                 sections = split_console(con.lines)
                 for s, side in todo:
@@ -248,42 +290,6 @@ def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = No
     return "\n".join(out) + "\n"
 
 
-def plot(scs: list[Scenario], res: Results, dest: Path,
-         sides: tuple[str, str] | None = None) -> Path | None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        say("bench: matplotlib is not installed; no plot (make venv installs it)")
-        return None
-    labels, changes, errs = [], [], []
-    for sc in scs:
-        a, b = sides or sc.labels
-        for (metric, group), by_side in sorted(res.values.get(sc.key, {}).items()):
-            xa, xb = by_side.get(a, []), by_side.get(b, [])
-            if xa and xb:
-                c = stats.compare(xa, xb)
-                labels.append(f"{sc.name}: {metric}" + (f"\n{group}" if group else "")
-                              + f"\n{b} vs {a}")
-                changes.append(c.change_pct)
-                # stdev of the patched runs relative to the vanilla mean
-                errs.append(c.b_stdev / c.a_mean * 100 if c.a_mean else 0)
-    if not labels:
-        return None
-    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.6), 7))
-    ax.bar(range(len(labels)), changes, yerr=errs, capsize=4,
-           color=["tab:green" if x < 0 else "tab:red" for x in changes])
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=60, ha="right")
-    ax.set_ylabel("% runtime change, B vs A (the scenario's baseline)")
-    ax.set_title("kvm-mmu-series benchmark (lower is faster)")
-    fig.tight_layout()
-    fig.savefig(dest, dpi=100)
-    plt.close(fig)
-    return dest
-
-
 def write(scs: list[Scenario], res: Results, out: Path,
           sides: tuple[str, str] | None = None) -> str:
     out.mkdir(parents=True, exist_ok=True)
@@ -291,5 +297,5 @@ def write(scs: list[Scenario], res: Results, out: Path,
     (out / "results.json").write_text(json.dumps(
         {"scenarios": [s.key for s in scs], **res.to_json()}, indent=1) + "\n")
     (out / "report.md").write_text(text)
-    plot(scs, res, out / "change.png", sides)
+    benchplot.draw(benchplot.bars(scs, res, sides), out / "change.png")
     return text

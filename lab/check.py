@@ -379,7 +379,7 @@ def check_bisect(src: Path, patches_dir: Path, entries: list, rep: Report,
     plans = {e.path: plan_builds(touched_files((patches_dir / e.path).read_text()))
              for e in entries}
     found = {}
-    for e, sha in zip(entries, shas):
+    for e, sha in zip(entries, shas, strict=True):
         for arch, plan in sorted(plans[e.path].items()):
             label = f"{label_prefix}{e.path} builds alone on {arch}"
             key = build_key(src, sha, plan)

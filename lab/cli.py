@@ -1,40 +1,23 @@
 """python3 -m lab <command>: the thin command line the Makefile calls."""
 import argparse
 import errno
-import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
-from lab import (base, bench, check, deps, devloop, kernel, ktap, lanes, mail, paths,
-                 profile, resultsindex, scenarios, selftests, testlist, testrun, tree)
+from lab import (base, bench, deps, devloop, kernel, mail, passsets, paths, profile, report,
+                 resultsindex, scenarios, selftests, suite, testlist, tree)
 from lab.progress import LabError, say
 
 
-def _source_and_label():
-    override = os.environ.get("LAB_BASE_TREE")
-    if override:
-        p = Path(override).resolve()
-        if not (p / "Makefile").is_file() or not (p / "virt/kvm").is_dir():
-            raise LabError(f"LAB_BASE_TREE={override} does not look like a kernel tree")
-        say(f"base: using the tree {p} (override)")
-        return p, f"tree {p}"
-    tarball = base.tarball()
-    if os.environ.get("LAB_BASE_TARBALL"):
-        return tarball, f"tarball {tarball.name} {base.sha256_of(tarball)[:16]}"
-    b = base.load()
-    return tarball, b.label
-
-
 def cmd_base(args):
-    src, label = _source_and_label()
+    src, label = base.source()
     print(f"{label}: {src}")
 
 
 def cmd_tree(args):
-    src, label = _source_and_label()
+    src, label = base.source()
     tree.make_tree(src, label, force=args.force)
 
 
@@ -68,53 +51,8 @@ def cmd_deps(args):
         say("deps: every tool is present")
 
 
-def _check_report() -> testrun.BootReport:
-    rep = testrun.BootReport("check")
-    try:
-        found = check.run()
-        rep.rows, rep.problems = found.rows, found.problems
-    except LabError as e:
-        rep.rows.append(("check: make check ran", ktap.Result("check", ktap.FAIL, str(e))))
-        rep.problems.append(f"check: {e}")
-    return rep
-
-
-def _print_reports(reports: list, kind: str | None) -> int:
-    """Print the reports' KTAP, notes, failures and counts; keep them in
-    build/results/<kind>-<time>/ (kind None: nothing is kept)."""
-    rows = [row for r in reports for row in r.rows]
-    text = ktap.render(rows)
-    if kind:
-        _save_reports(reports, kind, text)
-    print(text, end="")
-    for n in (n for r in reports for n in r.notes):
-        print(f"NOTE: {n}", file=sys.stderr)
-    problems = [p for r in reports for p in r.problems]
-    for p in problems:
-        print(f"FAILED: {p}", file=sys.stderr)
-    failed = sum(1 for _, r in rows if r.failed)
-    skipped = sum(1 for _, r in rows if r.status == ktap.SKIP)
-    passed = len(rows) - failed - skipped
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 1 if failed or problems else 0
-
-
-def _save_reports(reports: list, kind: str, text: str):
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = paths.RESULTS / f"{kind}-{stamp}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ktap.txt").write_text(text)
-    (out / "summary.json").write_text(json.dumps([
-        {"boot": r.label, "seconds": round(r.seconds, 1), "qemu_peak_rss_kib": r.peak_rss_kib,
-         "qemu_cpu_seconds": round(r.cpu_seconds, 1),
-         "console_log": r.log, "problems": r.problems, "notes": r.notes,
-         "tests": [{"name": lbl, "status": res.status, "detail": res.detail}
-                   for lbl, res in r.rows]} for r in reports], indent=2) + "\n")
-    say(f"results: {out}")
-
-
 def cmd_check(args):
-    return _print_reports([_check_report()], "check")
+    return report.show([suite.check_report()], "check")
 
 
 def cmd_series(args):
@@ -123,93 +61,30 @@ def cmd_series(args):
     print(f"{out}: send with git send-email {out}/*.patch (check first with --dry-run)")
 
 
-# What an arch's build weighs against its boots when make test orders the
-# parts (the boots weigh the sum of their tests' timeouts, in seconds): about
-# what a warm kernel and selftests build takes beside another lane.
-BUILD_WEIGHT = 180
-
-
-def _arch_parts(prof: profile.Profile, tl: testlist.TestList, args) -> list[lanes.Part]:
-    """The arch's build (with the panic check), the kernel of each config
-    the selected boots name (after it: their boots use its initramfs), then
-    one part per boot; a boot waits for its kernel and may run in either
-    lane."""
-    arch = prof.arch
-    built = {}
-    selected = tl.selected(args.boot, args.full)
-    configs = list(dict.fromkeys(bt.config for bt in selected if bt.config))
-
-    def build() -> list:
-        try:
-            built["b"], built["initrd"], built["list"] = testrun.build_arch(
-                prof, tl, args.variant, not args.no_debug)
-        except LabError as e:
-            rep = testrun.BootReport(f"{arch}/build", problems=[str(e)])
-            rep.rows.append((f"{arch}: build, selftests and initramfs",
-                             ktap.Result("build", ktap.FAIL, "see the error above")))
-            say(f"error: {e}")
-            return [rep]
-        return [testrun.panic_check(built["b"], built["initrd"])]
-
-    def build_config(config: str) -> list:
-        if "b" not in built:
-            return []
-        try:
-            built[config] = testrun.build_kernel(prof, args.variant, not args.no_debug, config)
-        except LabError as e:
-            say(f"error: {e}")
-            rep = testrun.BootReport(f"{arch}/build-{config}", problems=[str(e)])
-            rep.rows.append((f"{arch}: build of the kernel with configs/{config}.config",
-                             ktap.Result("build", ktap.FAIL, "see the error above")))
-            return [rep]
-        return []
-
-    def boot(bt: testlist.Boot) -> list:
-        # Without a build there is nothing to boot: the build's row fails.
-        kern = bt.config or "b"
-        if kern not in built or "initrd" not in built:
-            return []
-        return [testrun.run_boot(built[kern], built["list"], built["initrd"], bt)]
-
-    return ([lanes.Part(arch, build, BUILD_WEIGHT)]
-            + [lanes.Part(f"{arch}+{c}", lambda c=c: build_config(c), BUILD_WEIGHT, (arch,))
-               for c in configs]
-            + [lanes.Part(f"{arch}/{bt.name}", lambda bt=bt: boot(bt), tl.test_seconds([bt]),
-                          (f"{arch}+{bt.config}",) if bt.config else (arch,))
-               for bt in selected])
-
-
 def cmd_test(args):
-    arches = args.arch or profile.arches()
-    # make check first, whatever its weight: a broken patch is known in
-    # minutes, and its builds run while the first arch's build holds
-    # BUILD_LOCK. Then each part when its turn comes (lanes.run).
-    parts = [] if args.no_check else [lanes.Part("check", lambda: [_check_report()],
-                                                 float("inf"))]
-    lists = {a: testlist.load(a) for a in arches}
-    # At most this many parts at once: check, and every boot of every arch.
-    most = len(parts) + sum(max(1, len(tl.selected(args.boot, args.full)))
-                            for tl in lists.values())
-    scale = lanes.timeout_scale(args.jobs, most)
-    for a, tl in lists.items():
-        parts += _arch_parts(profile.load(a), tl.scaled(scale), args)
-    if scale > 1:
-        say(f"test: {', '.join(lanes.start_order(parts))}, {args.jobs} at a time; "
-            f"test timeouts x{scale}, as the lanes share the cores")
-    done = lanes.run(parts, args.jobs)
-    # Reported in the order of the list, whatever order they ran in.
-    return _print_reports([r for p in parts for r in done[p.name]], "test")
+    reports = suite.run(args.arch or profile.arches(), args.boot, args.full,
+                        args.variant, not args.no_debug, not args.no_check, args.jobs)
+    code = report.show(reports, "test", args.variant)
+    if args.variant == "vanilla":
+        # What the run is for: its pass sets beside the series' own.
+        print(passsets.against_patched(passsets.from_summary(
+            report.summary(reports, args.variant), "this run")), end="")
+    return code
+
+
+def cmd_passes(args):
+    print(passsets.render(passsets.load(Path(args.a)), passsets.load(Path(args.b))), end="")
 
 
 def cmd_run(args):
     rep = devloop.run(args.arch, args.boot, args.test, args.args, args.kernel_args,
                       args.selftests and Path(args.selftests))
-    return _print_reports([rep], "run")
+    return report.show([rep], "run")
 
 
 def cmd_parse(args):
     rep = devloop.parse(Path(args.console), args.arch, args.boot, args.test)
-    return _print_reports([rep], None)
+    return report.show([rep], None)
 
 
 def cmd_shell(args):
@@ -222,15 +97,11 @@ def cmd_list(args):
         print(testlist.describe(testlist.load(a)), end="")
 
 
-def _bench_out(kind: str) -> Path:
-    return Path(paths.ROOT / "results" / time.strftime("%Y-%m-%d") / f"{kind}-{time.strftime('%H%M%S')}")
-
-
 def cmd_bench(args):
     scs = scenarios.select(scenarios.load_all(), args.scenario, args.level)
     say(f"bench: {len(scs)} scenario(s): {', '.join(s.key for s in scs)}")
     res = bench.run_qemu(scs)
-    out = _bench_out("qemu")
+    out = bench.out_dir("qemu")
     print(bench.write(scs, res, out), end="")
     say(f"bench: results in {out}; index {resultsindex.write()}")
     return 0
@@ -240,33 +111,17 @@ def cmd_bench_native(args):
     scs = [s for s in scenarios.select(scenarios.load_all(), args.scenario)
            if s.arch == profile.host_arch()]
     res = bench.run_native(scs, Path(args.kvm_selftests).resolve(), args.label)
-    dest = paths.ROOT / "results" / "native" / f"{args.label}.json"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(json.dumps({"label": args.label, "scenarios": [s.key for s in scs],
-                                **res.to_json()}, indent=1) + "\n")
+    dest = bench.save_native(args.label, scs, res)
     say(f"bench-native: saved {dest}; compare two runs with make compare A=... B=...")
 
 
 def cmd_compare(args):
-    runs = []
-    for name in (args.a, args.b):
-        f = Path(name) if name.endswith(".json") else paths.ROOT / "results" / "native" / f"{name}.json"
-        if not f.exists():
-            raise LabError(f"compare: no saved run {f}")
-        runs.append(json.loads(f.read_text()))
-    merged = bench.Results()
-    for run, side in zip(runs, ("A", "B")):
-        one = bench.Results.from_json(run)
-        for k, cells in one.values.items():
-            for cell, by_v in cells.items():
-                for xs in by_v.values():
-                    merged.values[k][cell][side] += xs
-        for k, errs in one.errors.items():
-            merged.errors[k] += [f"{side}: {e}" for e in errs]
+    runs = [bench.load_native(name) for name in (args.a, args.b)]
+    merged = bench.Results.compared(runs, ("A", "B"))
     keys = list(dict.fromkeys(runs[0]["scenarios"] + runs[1]["scenarios"]))
     known = {s.key: s for s in scenarios.load_all()}
     scs = [known[k] for k in keys if k in known]
-    print(bench.write(scs, merged, _bench_out("compare"), ("A", "B")), end="")
+    print(bench.write(scs, merged, bench.out_dir("compare"), ("A", "B")), end="")
     resultsindex.write()
 
 
@@ -300,6 +155,12 @@ def parser() -> argparse.ArgumentParser:
     cmp_.add_argument("a")
     cmp_.add_argument("b")
     cmp_.set_defaults(fn=cmd_compare)
+    ps = sub.add_parser("passes", help="two saved make test runs side by side, boot by boot: "
+                        "each test's result in either, the differences marked (* ), the "
+                        "counts per boot; e.g. a patched run and a vanilla one")
+    ps.add_argument("a", help="a results directory, e.g. build/results/test-<time>")
+    ps.add_argument("b", help="the other one")
+    ps.set_defaults(fn=cmd_passes)
     sub.add_parser("check", help="checkpatch, git am and quilt, each patch built alone"
                    ).set_defaults(fn=cmd_check)
     se = sub.add_parser("series", help="a send-ready folder for one topic")

@@ -14,7 +14,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from lab import initramfs, kernel, lanes, paths, profile, qemu, selftests, testlist, testrun
+from lab import (console, initramfs, kernel, lanes, markers, paths, profile, qemu, selftests,
+                 testlist, testrun)
 from lab.progress import LabError, say
 
 
@@ -62,7 +63,7 @@ def run(arch: str, boot: str | None, tests: str, args: str | None,
 
 
 # What the console says once the shell is up: where things are, how to leave.
-SHELL_SCRIPT = """echo "LAB-SHELL boot {boot}: kvm selftests in /kselftest/kvm (run_kselftest.sh in \
+SHELL_SCRIPT = """echo "{marker} boot {boot}: kvm selftests in /kselftest/kvm (run_kselftest.sh in \
 /kselftest); exit powers off; Ctrl-A x quits QEMU"
 cd /kselftest/kvm
 # cttyhack: the console becomes the shell's terminal, so Ctrl-C reaches the test.
@@ -85,7 +86,7 @@ def shell(arch: str, boot: str | None, kernel_args: str,
     every = sorted(p.name for p in (install / "kvm").iterdir()
                    if p.is_file() and p.name != "settings")
     initrd = initramfs.pack(b, every, [f"kvm:{n}" for n in every],
-                            {"shell": SHELL_SCRIPT.format(boot=bt.name)},
+                            {"shell": SHELL_SCRIPT.format(marker=markers.SHELL, boot=bt.name)},
                             paths.BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",
                             "make shell", install=install)
     argv = prof.qemu_argv(b.image, initrd,
@@ -115,7 +116,7 @@ def console_boot(argv: str, con: qemu.Console) -> str | None:
     """The boot the guest ran: lab.boot= on QEMU's command line, or init's
     LAB-BOOT line."""
     for ln in (argv, *con.lines):
-        m = re.search(r"^LAB-BOOT (\S+)|\blab\.boot=(\S+)", ln)
+        m = re.search(rf"^{markers.BOOT} (\S+)|\blab\.boot=(\S+)", ln)
         if m:
             return m.group(1) or m.group(2)
     return None
@@ -137,8 +138,9 @@ def parse(log: Path, arch: str | None, boot: str | None,
     tl = testlist.load(arch)
     tl = tl.for_run(boot, split_names(tests)) if tests else dataclasses.replace(
         tl, boots=(tl.boot(boot),))
-    rep = testrun.judge_boot(tl, boot, con, log)
-    crash = testrun.known_crash(tl, con)
+    seen = console.read(con)
+    rep = testrun.judge_boot(tl, boot, seen, log)
+    crash = testrun.known_crash(tl, seen)
     if crash:
         rep.notes.append(f"{rep.label}: the guest kernel crashed, a known emulation flake "
                          f"({crash.why}); make test would run the rest in a second boot")

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lab import base, deps, paths
+from lab import base, deps, markers, paths
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.selftests import install_dir
@@ -55,9 +55,9 @@ RUN_TEST = r"""run_test() {
 	[ "$retries_left" -gt 0 ] || return 0
 	retries_left=$((retries_left - 1))
 	for last in "$@"; do :; done
-	echo "LAB-RETRY ${last#kvm:}"
+	echo "@RETRY@ ${last#kvm:}"
 	"$@"
-}"""
+}""".replace("@RETRY@", markers.RETRY)
 
 
 def boot_script(tests: TestList, boot: str) -> str:

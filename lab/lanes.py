@@ -15,9 +15,9 @@ the one with the most work still behind it goes first, so the last parts to
 start are light ones and the lanes end close together.
 """
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable
 
 # Kernel and selftests builds each use every core: one at a time, so a build
 # is as fast as alone and its log and progress lines are not interleaved

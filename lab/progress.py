@@ -85,7 +85,7 @@ def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT):
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise LabError(f"{what}: another build held {lock} for {wait / 60:.0f} min; "
-                                   f"is it stuck? (its pid: {lock.read_text().strip() or '?'})")
+                                   f"is it stuck? (its pid: {lock.read_text().strip() or '?'})") from None
                 if not told:
                     say(f"{what}: waiting for another build of it (pid "
                         f"{lock.read_text().strip() or '?'}, lock {lock})")

@@ -8,9 +8,10 @@ the index after each run (tests/test_resultsindex.py checks the committed
 one is current). Each run's report.md has every cell.
 """
 import json
+import shutil
 from pathlib import Path
 
-from lab import paths, stats
+from lab import bench, benchplot, paths, scenarios, stats
 from lab.progress import LabError
 
 RESULTS = paths.ROOT / "results"
@@ -86,7 +87,33 @@ def render(results: Path = RESULTS) -> str:
     return "\n".join(out)
 
 
+# The newest run's picture under a name that stays: README.md shows it.
+LATEST = "latest-change.png"
+
+
+def latest_picture(results: Path = RESULTS, known: list | None = None) -> Path | None:
+    """Copy the newest run's change.png to results/latest-change.png; a run
+    saved without one (no matplotlib at the time) gets it drawn from its
+    results.json first, with the scenarios of bench/ (known)."""
+    runs = sorted(results.glob("*/*/results.json"), reverse=True)
+    if not runs:
+        return None
+    run = runs[0].parent
+    png = run / "change.png"
+    if not png.exists():
+        data = json.loads(runs[0].read_text())
+        by_key = {s.key: s for s in (scenarios.load_all() if known is None else known)}
+        scs = [by_key[k] for k in data.get("scenarios", []) if k in by_key]
+        sides = ("A", "B") if run.name.startswith("compare-") else None
+        if not benchplot.draw(benchplot.bars(scs, bench.Results.from_json(data), sides), png):
+            return None
+    dest = results / LATEST
+    shutil.copyfile(png, dest)
+    return dest
+
+
 def write(results: Path = RESULTS) -> Path:
     dest = results / "README.md"
     dest.write_text(render(results))
+    latest_picture(results)
     return dest

@@ -28,10 +28,22 @@ class Comparison:
     significant: bool       # |b - a| > 2 standard errors of the difference
 
     @property
+    def noise_pct(self) -> float:
+        """Two standard errors of the difference, in % of the baseline mean:
+        what a change must exceed to stand out (the spread a plot draws)."""
+        se = _stderr(self.a_stdev, self.a_n, self.b_stdev, self.b_n)
+        return 2 * se / abs(self.a_mean) * 100 if self.a_mean else 0.0
+
+    @property
     def verdict(self) -> str:
         if not self.significant:
             return "within noise"
         return "faster" if self.change_pct < 0 else "slower"
+
+
+def _stderr(asd: float, an: int, bsd: float, bn: int) -> float:
+    """The standard error of the difference of two means (Welch)."""
+    return math.sqrt(asd ** 2 / an + bsd ** 2 / bn)
 
 
 def compare(a: list[float], b: list[float]) -> Comparison:
@@ -43,7 +55,7 @@ def compare(a: list[float], b: list[float]) -> Comparison:
     """
     am, bm = mean(a), mean(b)
     asd, bsd = stdev(a), stdev(b)
-    se = math.sqrt(asd ** 2 / len(a) + bsd ** 2 / len(b))
+    se = _stderr(asd, len(a), bsd, len(b))
     change = (bm - am) / am * 100 if am else math.nan
     significant = len(a) >= 2 and len(b) >= 2 and abs(bm - am) > 2 * se
     return Comparison(am, asd, len(a), bm, bsd, len(b), change, significant)

@@ -9,7 +9,7 @@ and on a guest that panicked or had to be killed.
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import initramfs, kernel, ktap, lanes, paths, qemu, selftests, splat, testlist
+from lab import console, initramfs, kernel, ktap, lanes, markers, paths, qemu, selftests, testlist
 from lab.kernel import Build
 from lab.profile import Profile
 from lab.progress import say
@@ -17,7 +17,7 @@ from lab.progress import say
 # Seconds a boot may take beyond its tests' timeouts (kernel boot under TCG
 # takes ~2 s; the rest is slack for a loaded host).
 BOOT_OVERHEAD = 90
-DONE = "LAB-DONE"
+DONE = markers.DONE
 
 
 @dataclass
@@ -81,9 +81,10 @@ def merge_runs(earlier: dict, later: dict) -> dict:
             for name in dict.fromkeys([*earlier, *later])}
 
 
-def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log,
+def judge_boot(tl: testlist.TestList, boot: str, seen: console.Reading, log,
                earlier: dict | None = None) -> BootReport:
     """earlier: the runs of a first boot that this one resumed."""
+    con = seen.con
     rep = BootReport(f"{tl.arch}/{boot}", log=str(log), seconds=con.seconds,
                      peak_rss_kib=con.peak_rss_kib, cpu_seconds=con.cpu_seconds)
     if con.outcome == qemu.KILLED:
@@ -96,13 +97,13 @@ def judge_boot(tl: testlist.TestList, boot: str, con: qemu.Console, log,
         missing = "guest ended early"
     else:
         missing = "no result in the console"
-    if any(ln.startswith("LAB-KVM missing") for ln in con.lines):
+    if seen.kvm_missing:
         rep.problems.append(f"{rep.label}: /dev/kvm is missing in the guest: KVM did not "
                             f"initialise (see {log})")
-    for s in splat.scan(con.lines):
+    for s in seen.splats:
         ctx = "\n".join("    | " + c for c in s.context)
         rep.problems.append(f"{rep.label}: kernel splat while {s.test} ran: {s.line}\n{ctx}")
-    rows, notes, problems = account(tl, boot, merge_runs(earlier or {}, ktap.runs(con.lines)),
+    rows, notes, problems = account(tl, boot, merge_runs(earlier or {}, seen.runs),
                                     missing)
     rep.rows = rows
     rep.notes += notes
@@ -116,7 +117,7 @@ def _progress(label: str):
         if name:
             say(f"  {label}: {name} ...")
             return
-        if ktap.clean(line).startswith("LAB-RETRY "):
+        if ktap.clean(line).startswith(markers.RETRY + " "):
             say(f"  {label}: {ktap.clean(line).split()[-1]} failed; running it once more")
             return
         r = ktap.parse_result(line)
@@ -125,50 +126,49 @@ def _progress(label: str):
     return on_line
 
 
-def panicked(con: qemu.Console) -> bool:
-    return any("Kernel panic" in ln for ln in con.lines)
-
-
-def unexplained_end(con: qemu.Console) -> bool:
+def unexplained_end(seen: console.Reading) -> bool:
     """The guest was running tests and QEMU exited without a word from the
     kernel: no panic, no splat (e.g. a TCG fault of the emulator, or a
     triple fault, which -no-reboot turns into a clean exit)."""
-    return (con.outcome == qemu.EXITED_EARLY
-            and any(ln.startswith("LAB-BOOT") for ln in map(ktap.clean, con.lines))
-            and not panicked(con)
-            and not splat.scan(con.lines))
+    return (seen.con.outcome == qemu.EXITED_EARLY and seen.booted and not seen.panicked
+            and not seen.splats)
 
 
-def known_crash(tl: testlist.TestList, con: qemu.Console) -> testlist.Flaky | None:
+def known_crash(tl: testlist.TestList, seen: console.Reading) -> testlist.Flaky | None:
     """The [[flaky]] crash entry that explains how the guest ended: its
     kernel panicked while a test ran, every splat came in that test, and the
     entry's regex matches a console line of it. None for any other end."""
-    if con.outcome != qemu.EXITED_EARLY or not panicked(con):
+    if seen.con.outcome != qemu.EXITED_EARLY or not seen.panicked:
         return None
-    lines = [ktap.clean(ln) for ln in con.lines]
+    lines = seen.lines
     starts = [i for i, ln in enumerate(lines) if ktap.header_test(ln)]
     if not starts:
         return None
     running = ktap.header_test(lines[starts[-1]])
-    if any(s.test != running for s in splat.scan(con.lines)):
+    if any(s.test != running for s in seen.splats):
         return None
     return tl.known_crash(lines[starts[-1]:])
 
 
-def resume_point(tl: testlist.TestList, boot: str, con: qemu.Console) -> int:
+def resume_point(tl: testlist.TestList, boot: str, seen: console.Reading) -> int:
     """1-based index (lab.from=) of the first runnable test without a result."""
-    done = ktap.runs(con.lines)
+    done = seen.runs
     for n, t in enumerate(initramfs.runnable(tl, boot), 1):
         if t.basename not in done:
             return n
     return 0
 
 
-def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, label: str,
-               extra: str, log) -> qemu.Console:
-    argv = b.profile.qemu_argv(b.image, initrd,
+def boot_argv(b: Build, initrd, boot: testlist.Boot, extra: str = "") -> list[str]:
+    """QEMU's command line for one boot of the list (extra: e.g. lab.from=)."""
+    return b.profile.qemu_argv(b.image, initrd,
                                f"lab.boot={boot.name} {boot.cmdline} {extra}".strip(),
                                cpu=boot.cpu)
+
+
+def _boot_once(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot, label: str,
+               extra: str, log) -> qemu.Console:
+    argv = boot_argv(b, initrd, boot, extra)
     say(f"boot {label}: {boot.cmdline or '(default command line)'} {extra}".rstrip()
         + (f" -cpu {boot.cpu}" if boot.cpu else "")
         + f" (budget {tl.budget(boot.name, BOOT_OVERHEAD)} s, log {log})")
@@ -186,10 +186,11 @@ def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot,
     note either way."""
     label = f"{b.profile.arch}/{boot.name}"
     log = paths.LOGS / f"boot-{b.name}-{boot.name}{log_suffix}.log"
-    con = _boot_once(b, tl, initrd, boot, label, "", log)
-    rep = judge_boot(tl, boot.name, con, log)
-    crash = known_crash(tl, con)
-    start = resume_point(tl, boot.name, con) if unexplained_end(con) or crash else 0
+    seen = console.read(_boot_once(b, tl, initrd, boot, label, "", log))
+    con = seen.con
+    rep = judge_boot(tl, boot.name, seen, log)
+    crash = known_crash(tl, seen)
+    start = resume_point(tl, boot.name, seen) if unexplained_end(seen) or crash else 0
     if start:
         rest = initramfs.runnable(tl, boot.name)[start - 1].name
         how = (f"the guest kernel crashed, a known emulation flake ({crash.why})" if crash
@@ -201,7 +202,7 @@ def run_boot(b: Build, tl: testlist.TestList, initrd, boot: testlist.Boot,
             f"; resuming at {rest}")
         log2 = paths.LOGS / f"boot-{b.name}-{boot.name}{log_suffix}-resumed.log"
         con2 = _boot_once(b, tl, initrd, boot, label, f"lab.from={start}", log2)
-        rep2 = judge_boot(tl, boot.name, con2, log2, earlier=ktap.runs(con.lines))
+        rep2 = judge_boot(tl, boot.name, console.read(con2), log2, earlier=seen.runs)
         rep.rows, rep.problems, rep.notes = rep2.rows, rep2.problems, [note, *rep2.notes]
         rep.seconds += con2.seconds
         rep.peak_rss_kib = max(rep.peak_rss_kib, con2.peak_rss_kib)
@@ -220,7 +221,7 @@ def panic_check(b: Build, initrd) -> BootReport:
     log = paths.LOGS / f"boot-{b.name}-panic-check.log"
     con = qemu.run(argv, BOOT_OVERHEAD, log, DONE)
     rep = BootReport(label, log=str(log), seconds=con.seconds, peak_rss_kib=con.peak_rss_kib)
-    saw_panic = panicked(con)
+    saw_panic = console.read(con).panicked
     ok = con.outcome == qemu.EXITED_EARLY and saw_panic
     detail = f"{con.outcome} after {con.seconds:.0f} s" + ("" if saw_panic else ", no panic seen")
     rep.rows.append((f"{label}: init panic is reported, not waited on",

@@ -35,27 +35,15 @@ def test_other_os_errors_keep_their_traceback(monkeypatch):
         cli.main(["base"])
 
 
-def test_a_config_boot_waits_for_its_own_kernel(tmp_path):
-    from types import SimpleNamespace
-    from lab import profile, testlist
-    (tmp_path / "kasan.config").write_text("CONFIG_KASAN=y\n")
-    tl = testlist.parse("""
-[[boot]]
-name = "tdp"
-[[boot]]
-name = "kasan-tdp"
-config = "kasan"
-[[boot]]
-name = "kasan-shadow"
-config = "kasan"
-[[test]]
-name = "aging_stress_test"
-""", "x86_64", "t", configs=tmp_path)
-    args = SimpleNamespace(boot=None, full=False, variant="patched", no_debug=False)
-    parts = cli._arch_parts(profile.load("x86_64"), tl, args)
-    assert [(p.name, p.after) for p in parts] == [
-        ("x86_64", ()), ("x86_64+kasan", ("x86_64",)), ("x86_64/tdp", ("x86_64",)),
-        ("x86_64/kasan-tdp", ("x86_64+kasan",)), ("x86_64/kasan-shadow", ("x86_64+kasan",))]
-    args.boot = ["tdp"]
-    assert [p.name for p in cli._arch_parts(profile.load("x86_64"), tl, args)] == [
-        "x86_64", "x86_64/tdp"]
+def test_make_test_hands_its_choices_to_the_suite(monkeypatch, capsys):
+    got = {}
+
+    def run(*a):
+        got["args"] = a
+        return []
+    monkeypatch.setattr(cli.suite, "run", run)
+    monkeypatch.setattr(cli.report, "save", lambda *a: None)
+    assert cli.main(["test", "--arch", "arm64", "--boot", "vhe", "--no-debug", "--no-check",
+                     "--jobs", "3", "--variant", "vanilla"]) == 0
+    assert got["args"] == (["arm64"], ["vhe"], False, "vanilla", False, False, 3)
+    assert capsys.readouterr().out.endswith("0 passed, 0 failed, 0 skipped\n")

@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from lab import qemu, testrun, testlist
+from lab import console, qemu, testrun, testlist
 from lab.progress import LabError
 
 
@@ -35,7 +35,7 @@ def test_panicking_guest_is_reported_with_its_last_lines(tmp_path):
     con = qemu.run([q], 10, tmp_path / "log", "LAB-DONE")
     assert con.outcome == qemu.EXITED_EARLY
     tl = testlist.parse('[[boot]]\nname="b"\n[[test]]\nname="dirty_log_test"\n', "x86_64", "t")
-    rep = testrun.judge_boot(tl, "b", con, tmp_path / "log")
+    rep = testrun.judge_boot(tl, "b", console.read(con), tmp_path / "log")
     assert any("guest ended before its tests did" in p and "Kernel panic" in p
                for p in rep.problems)
     assert any("kernel splat while boot ran: Kernel panic" in p for p in rep.problems)
@@ -53,7 +53,7 @@ def test_missing_kvm_fails_the_boot(tmp_path):
     q = fake_qemu(tmp_path, "echo 'LAB-KVM missing'\necho 'LAB-DONE b'\n")
     con = qemu.run([q], 10, tmp_path / "log", "LAB-DONE")
     tl = testlist.parse('[[boot]]\nname="b"\n', "arm64", "t")
-    rep = testrun.judge_boot(tl, "b", con, tmp_path / "log")
+    rep = testrun.judge_boot(tl, "b", console.read(con), tmp_path / "log")
     assert any("/dev/kvm is missing" in p for p in rep.problems)
 
 
@@ -63,7 +63,7 @@ def test_a_skip_fails_a_test_that_must_run(tmp_path):
     con = qemu.run([q], 10, tmp_path / "log", "LAB-DONE")
     tl = testlist.parse('[[boot]]\nname="b"\n[[test]]\nname="dirty_log_perf_test"\n'
                         'must_run=true\n', "arm64", "t")
-    [(_, r)] = testrun.judge_boot(tl, "b", con, tmp_path / "log").rows
+    [(_, r)] = testrun.judge_boot(tl, "b", console.read(con), tmp_path / "log").rows
     assert r.failed and "must run" in r.detail
 
 

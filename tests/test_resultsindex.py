@@ -28,3 +28,29 @@ def test_a_row_per_scenario_and_metric_of_each_run(tmp_path):
 def test_the_committed_index_is_current():
     # make bench rewrites it; after a run saved by hand: python3 -m lab results-index
     assert (resultsindex.RESULTS / "README.md").read_text() == resultsindex.render()
+
+
+def test_the_newest_runs_picture_is_the_latest_one(tmp_path):
+    for run, png in (("2026-11-22/qemu-1", b"old"), ("2026-11-23/qemu-2", b"new")):
+        (tmp_path / run).mkdir(parents=True)
+        (tmp_path / run / "results.json").write_text(json.dumps(RUN))
+        (tmp_path / run / "change.png").write_bytes(png)
+    assert resultsindex.latest_picture(tmp_path).read_bytes() == b"new"
+
+
+def test_a_run_saved_without_a_picture_gets_one_drawn(tmp_path):
+    from lab import scenarios
+    [sc] = scenarios.parse('[[scenario]]\nname = "enable"\narch = "arm64"\ncommand = "x"\n'
+                           'metrics = [ { name = "enable", regex = "e: (\\\\d+)" } ]\n', "t.toml")
+    (tmp_path / "2026-11-23/qemu-2").mkdir(parents=True)
+    (tmp_path / "2026-11-23/qemu-2/results.json").write_text(json.dumps(RUN))
+    dest = resultsindex.latest_picture(tmp_path, [sc])
+    assert dest == tmp_path / resultsindex.LATEST
+    assert (tmp_path / "2026-11-23/qemu-2/change.png").read_bytes() == dest.read_bytes()
+
+
+def test_the_committed_latest_picture_is_the_newest_runs():
+    newest = sorted(resultsindex.RESULTS.glob("*/*/change.png"))[-1]
+    runs = sorted(resultsindex.RESULTS.glob("*/*/results.json"))
+    assert newest.parent == runs[-1].parent, "the newest run has no change.png: lab results-index"
+    assert (resultsindex.RESULTS / resultsindex.LATEST).read_bytes() == newest.read_bytes()

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import initramfs, ktap, qemu, testlist, testrun
+from lab import console as reading, initramfs, ktap, qemu, testlist, testrun
 from lab.progress import LabError
 
 LIST = """
@@ -28,7 +28,8 @@ FIRST = ["LAB-BOOT tdp 6.12.117 lab.boot=tdp\r\n", "LAB-KVM present\n",
 
 
 def console(lines, outcome=qemu.EXITED_EARLY, rc=0):
-    return qemu.Console(lines=list(lines), outcome=outcome, returncode=rc)
+    """The console as the judges see it: read once (lab.console)."""
+    return reading.read(qemu.Console(lines=list(lines), outcome=outcome, returncode=rc))
 
 
 def test_a_silent_qemu_exit_resumes_at_the_running_test():
@@ -177,3 +178,18 @@ def test_installed_names_the_files_as_the_lists_do(tmp_path):
         (tmp_path / f).write_text("")
     assert selftests.installed(tmp_path) == {"settings", "dirty_log_test",
                                              "x86_64/nx_huge_pages_test.sh"}
+
+
+def test_the_judges_share_one_reading_of_the_console(monkeypatch):
+    # lab.console reads the console once; no judge scans it again.
+    tl = testlist.parse(LIST, "x86_64", "t")
+    seen = console(STACK_OOPS)
+
+    def again(*_):
+        raise AssertionError("the console was parsed a second time")
+    monkeypatch.setattr(ktap, "runs", again)
+    monkeypatch.setattr(testrun.console.splat, "scan", again)
+    testrun.judge_boot(tl, "tdp", seen, "log")
+    testrun.unexplained_end(seen)
+    testrun.known_crash(tl, seen)
+    testrun.resume_point(tl, "tdp", seen)

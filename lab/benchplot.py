@@ -1,0 +1,151 @@
+"""change.png of a bench run: what changed, against the noise and the seed.
+
+One panel per metric kind, times apart from counts (instructions, passes,
+lock events), since a count's change is exact and means something else. A
+bar per scenario, metric and case: the % change of the mean, B against the
+baseline A, with two standard errors of the difference as its spread. A bar
+within that noise is grey whatever its size (a +13 % within noise is no
+regression); beyond it a time is green (faster) or red (slower), a count
+blue (its direction is good or bad by metric). Beside it, a black diamond:
+the seed's published change, where the scenario's seed text gives one.
+
+bars() makes every decision and is tested; draw() only draws them.
+"""
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import stats
+from lab.progress import say
+from lab.scenarios import Scenario
+
+TIMES, COUNTS = "times", "counts"
+TITLES = {TIMES: "times: % change of the mean, lower is faster",
+          COUNTS: "counts (instructions, passes, lock events): % change of the mean"}
+GREY, GREEN, RED, BLUE = "0.75", "tab:green", "tab:red", "tab:blue"
+
+# "1.66 s (2 passes) -> 0.307 s", "2.90 s (zap, before) -> 0.112 s", "~4 s -> ~3 s"
+PAIR_RE = re.compile(r"~?(\d+(?:\.\d+)?)\s*(?:[a-z]+\b)?\s*(?:\([^)]*\)\s*)*->\s*~?(\d+(?:\.\d+)?)")
+# a seed that is the change itself: "-35.47 % (stdev 5.63 %)"
+CHANGE_RE = re.compile(r"^\s*([+-]\d+(?:\.\d+)?)\s*%")
+
+
+@dataclass(frozen=True)
+class Bar:
+    panel: str                 # TIMES or COUNTS
+    label: str
+    change: float              # % change of the mean, B vs A
+    spread: float              # two standard errors of the difference, % of A's mean
+    colour: str
+    seed: float | None         # the seed's published % change, if its text gives one
+    sides: tuple[str, str]     # (A, B): the baseline, then what is compared with it
+
+
+def panel(unit: str) -> str:
+    return COUNTS if unit == "count" else TIMES
+
+
+def colour(c: stats.Comparison, kind: str) -> str:
+    if not c.significant:
+        return GREY
+    if kind == COUNTS:
+        return BLUE
+    return GREEN if c.change_pct < 0 else RED
+
+
+def seed_changes(sc: Scenario) -> dict[str, float]:
+    """metric name -> the seed's published % change. The seed's clauses
+    (split on ";") each give their first before -> after figure (or a
+    leading signed percentage); a clause that starts with a metric's first
+    word is that metric's ("execute 2.90 s -> 0.112 s"), the first other one
+    goes to the scenario's first time metric. A seed that starts "no " says
+    it has no figure for this scenario: no marker."""
+    text = sc.seed.strip()
+    if not text or text.lower().startswith("no "):
+        return {}
+    times = [m.name for m in sc.metrics if panel(m.unit) == TIMES]
+    found: dict[str, float] = {}
+    unnamed_done = False
+    for clause in text.split(";"):
+        clause = clause.strip()
+        m = PAIR_RE.search(clause)
+        if m:
+            before, after = float(m.group(1)), float(m.group(2))
+            pct = (after - before) / before * 100 if before else None
+        else:
+            c = CHANGE_RE.match(clause)
+            pct = float(c.group(1)) if c else None
+        if pct is None:
+            continue
+        named = [mt for mt in times if clause.lower().startswith(mt.split()[0].lower())]
+        if named:
+            found.setdefault(named[0], pct)
+        elif not unnamed_done and times:
+            unnamed_done = True
+            first = next((mt for mt in times if mt not in found), None)
+            if first:
+                found[first] = pct
+    return found
+
+
+def bars(scs: list[Scenario], res, sides: tuple[str, str] | None = None) -> list[Bar]:
+    """One Bar per scenario, metric and case with values on both sides, in
+    the scenarios' order; res is a bench.Results. A label names its sides
+    ("patched vs vanilla") only when the run compares more than one pair."""
+    pairs = {sides or sc.labels for sc in scs}
+    out = []
+    for sc in scs:
+        a, b = sides or sc.labels
+        units = {m.name: m.unit for m in sc.metrics}
+        seeds = {} if sides else seed_changes(sc)   # two native runs: no seed to compare
+        for (metric, group), by_side in sorted(res.values.get(sc.key, {}).items()):
+            xa, xb = by_side.get(a, []), by_side.get(b, [])
+            if not xa or not xb:
+                continue
+            c = stats.compare(xa, xb)
+            kind = panel(units.get(metric, "s"))
+            label = (f"{sc.key}: {metric}" + (f" [{group}]" if group else "")
+                     + (f" ({b} vs {a})" if len(pairs) > 1 else ""))
+            out.append(Bar(kind, label, c.change_pct, c.noise_pct, colour(c, kind),
+                           seeds.get(metric), (a, b)))
+    return out
+
+
+def draw(found: list[Bar], dest: Path) -> Path | None:
+    if not found:
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        say("bench: matplotlib is not installed; no plot (make venv installs it)")
+        return None
+    kinds = [k for k in (TIMES, COUNTS) if any(x.panel == k for x in found)]
+    sizes = [sum(1 for x in found if x.panel == k) for k in kinds]
+    fig, axes = plt.subplots(len(kinds), 1, squeeze=False,
+                             figsize=(11, 1.2 + 0.28 * sum(sizes) + 0.8 * len(kinds)),
+                             gridspec_kw={"height_ratios": sizes})
+    for ax, kind in zip(axes[:, 0], kinds, strict=True):
+        mine = [x for x in found if x.panel == kind]
+        ys = range(len(mine))
+        ax.barh(ys, [x.change for x in mine], xerr=[x.spread for x in mine], capsize=3,
+                color=[x.colour for x in mine], error_kw={"elinewidth": 0.8})
+        seeded = [(x.seed, y) for x, y in zip(mine, ys, strict=True) if x.seed is not None]
+        if seeded:
+            ax.scatter([s for s, _ in seeded], [y for _, y in seeded], marker="D", color="black",
+                       s=18, zorder=3, label="seed's published change")
+            ax.legend(fontsize=7, loc="lower right")
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(list(ys), [x.label for x in mine], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(TITLES[kind], fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+    pairs = {x.sides for x in found}
+    (a, b), = pairs if len(pairs) == 1 else [("A", "B")]
+    fig.suptitle(f"{b} vs {a}: change of the mean ± 2 standard errors, grey within that noise",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(dest, dpi=100)
+    plt.close(fig)
+    return dest

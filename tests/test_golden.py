@@ -1,0 +1,63 @@
+"""Golden files: the guest boot script and QEMU's command line of every boot
+of every arch, as make test generates them today (tests/fixtures/golden/).
+
+A change to them shows here as a diff to read. When it is meant (a list,
+profile or script change), write them again and commit the result:
+
+    LAB_GOLDEN=update build/venv/bin/python -m pytest -q tests/test_golden.py
+"""
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from lab import initramfs, paths, profile, testlist, testrun
+
+GOLDEN = Path(__file__).parent / "fixtures" / "golden"
+UPDATE = os.environ.get("LAB_GOLDEN") == "update"
+
+
+def boots():
+    return [(a, bt.name) for a in profile.arches() for bt in testlist.load(a).boots]
+
+
+def qemu_line(arch: str, boot: str) -> str:
+    """The command line run_boot gives QEMU, build/ written as $BUILD so the
+    file is the same in every checkout."""
+    tl = testlist.load(arch)
+    bt = tl.boot(boot)
+    b = testrun.test_build(profile.load(arch), config=bt.config)
+    initrd = paths.BUILD / f"initramfs-{b.name}.cpio.gz"
+    line = shlex.join(testrun.boot_argv(b, initrd, bt))
+    return line.replace(str(paths.BUILD), "$BUILD") + "\n"
+
+
+def check(name: str, text: str):
+    f = GOLDEN / name
+    if UPDATE:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    assert f.exists(), f"no {f}: LAB_GOLDEN=update writes it (tests/test_golden.py)"
+    assert text == f.read_text(), f"{name} changed; if meant: LAB_GOLDEN=update (tests/test_golden.py)"
+
+
+@pytest.mark.parametrize("arch, boot", boots())
+def test_boot_script(arch, boot):
+    check(f"{arch}/{boot}.sh", initramfs.boot_script(testlist.load(arch), boot))
+
+
+@pytest.mark.parametrize("arch, boot", boots())
+def test_qemu_command_line(arch, boot):
+    check(f"{arch}/{boot}.qemu", qemu_line(arch, boot))
+
+
+def test_no_golden_file_is_left_over():
+    # a boot renamed or removed leaves its files behind otherwise
+    want = {f"{a}/{b}{ext}" for a, b in boots() for ext in (".sh", ".qemu")}
+    have = {str(f.relative_to(GOLDEN)) for f in GOLDEN.rglob("*") if f.is_file()}
+    if UPDATE:
+        for extra in have - want:
+            (GOLDEN / extra).unlink()
+        have &= want
+    assert have == want
