@@ -7,10 +7,11 @@
 #   make pytest                    the harness's own tests, ruff and shellcheck (about 20 s)
 #   make check [CHECK_REBUILD=1]   checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
-#   make bench [BENCH=quick|default|full]   vanilla vs patched, report in results/
+#   make bench [BENCH=quick|default|full]   each scenario's sides (vanilla vs patched by
+#                                  default), report in results/
 #   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
 #   make tree / make export        build/linux from patches/, and back
-#   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]
+#   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]   (or a variant of bench/variants.toml)
 #   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."] [SELFTESTS=<tree>]
 #                                  those tests in one boot of make test's kernel, KTAP out
 #                                  (no pytest, no check); SELFTESTS: another tree's kvm selftests

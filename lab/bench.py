@@ -1,11 +1,12 @@
-"""make bench: vanilla against patched, interleaved, with honest statistics.
+"""make bench: each scenario's sides, interleaved, with honest statistics.
 
 Per arch, the kernels the scenarios need are built with the benchmark config
-(no debug options). A scenario compares two sides, each a kernel booted with a
-command line (vanilla and patched by default); the sides of all scenarios that
-boot alike share a boot. For each repeat every boot runs once, in the same
-order, so that drift of the host (TCG timings are noisy) hits both sides of a
-comparison alike.
+(no debug options). A scenario compares two or more sides, each a kernel
+booted with a command line and running a command (vanilla and patched by
+default), every side against the first, its baseline; the sides of all
+scenarios that boot alike share a boot. For each repeat every boot runs
+once, in the same order, so that drift of the host (TCG timings are noisy)
+hits every side of a comparison alike.
 """
 import json
 import shlex
@@ -49,7 +50,7 @@ class Results:
         for k, cells in data.get("values", {}).items():
             for c in cells:
                 for v, xs in c.items():
-                    if v not in ("metric", "group"):
+                    if v not in scenarios.CELL_KEYS:
                         r.values[k][(c["metric"], c["group"])][v] = list(xs)
         for k, errs in data.get("errors", {}).items():
             r.errors[k] = list(errs)
@@ -99,16 +100,24 @@ def out_dir(kind: str) -> Path:
                 / f"{kind}-{time.strftime('%H%M%S')}")
 
 
-def guest_script(scs: list[Scenario]) -> str:
+def section(sc: Scenario, side: Side) -> str:
+    """The name of a side's run on the console: the scenario's key, or, for
+    a side with a command of its own (which may share a boot with another
+    side of the scenario), the key and the side's index."""
+    return sc.key if side.command == sc.command else f"{sc.key}@{sc.sides.index(side)}"
+
+
+def guest_script(runs: list[tuple[Scenario, Side]]) -> str:
     lines = ["cd /kselftest/kvm"]
-    for sc in scs:
-        argv = shlex.split(sc.command)
-        lines += [f"echo {BEGIN} {sc.key}",
+    for sc, side in runs:
+        argv = shlex.split(side.command)
+        name = section(sc, side)
+        lines += [f"echo {BEGIN} {name}",
                   *([sc.before] if sc.before else []),
                   f"/usr/bin/timeout {sc.timeout} ./{shlex.join(argv)} 2>&1",
                   "rc=$?",
                   *([sc.after] if sc.after else []),
-                  f"echo {END} {sc.key} rc=$rc"]
+                  f"echo {END} {name} rc=$rc"]
     return "\n".join(lines) + "\n"
 
 
@@ -192,6 +201,20 @@ def boot_plan(scs: list[Scenario]) -> dict[BootKey, list[tuple[Scenario, Side]]]
     return plan
 
 
+def schedule(plan: dict[BootKey, list]) -> list[tuple[int, int, BootKey, list]]:
+    """(repeat, index of the boot in the plan, its key, the sides it runs) in
+    the order they run: each repeat boots every key of the plan once, in the
+    plan's order, with the sides whose scenario wants that many repeats."""
+    repeats = max((sc.repeats for members in plan.values() for sc, _ in members), default=0)
+    out = []
+    for r in range(repeats):
+        for i, (key, members) in enumerate(plan.items()):
+            todo = [(s, side) for s, side in members if r < s.repeats]
+            if todo:
+                out.append((r, i, key, todo))
+    return out
+
+
 def kernels(plan: dict[BootKey, list]) -> list[tuple[str, tuple[str, ...]]]:
     """(variant, config) of every kernel the plan boots, and the patched
     kernel without config, whose selftests every boot runs."""
@@ -214,33 +237,29 @@ def run_qemu(scs: list[Scenario]) -> Results:
             res.phases.append((f"build {b.name}", time.monotonic() - t0, 0))
         tests_of = builds[("patched", ())]
         selftests.build(tests_of)
-        files = sorted({shlex.split(s.command)[0] for s in mine})
+        files = sorted({shlex.split(side.command)[0] for s in mine for side in s.sides})
         repeats = max(s.repeats for s in mine)
-        for r in range(repeats):
-            for i, ((variant, cmdline, clock, config, cpu), members) in enumerate(plan.items()):
-                todo = [(s, side) for s, side in members if r < s.repeats]
-                if not todo:
-                    continue
-                b = builds[(variant, config)]
-                initrd = initramfs.pack(b, files, [], {"bench": guest_script([s for s, _ in todo])},
-                                        paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
-                                        "bench/", selftests_of=tests_of)
-                where = (f"{b.name} [{cmdline}]" + (f" {clock} clock" if clock != "host" else "")
-                         + (f" -cpu {cpu}" if cpu else "")
-                         + f" boot {r + 1}/{repeats}")
-                log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
-                budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
-                say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
-                    + f" (log {log})")
-                clk = scenarios.CLOCKS[clock]
-                argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
-                                      clk.qemu_args, clk.smp, cpu=cpu)
-                con = qemu.run(argv, budget, log, markers.DONE)
-                res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
-                sections = split_console(con.lines)
-                for s, side in todo:
-                    out, rc = sections.get(s.key, (None, None))
-                    record_run(res, s, side.label, out, rc, f"{where}, {con.outcome}, log {log}")
+        for r, i, (variant, cmdline, clock, config, cpu), todo in schedule(plan):
+            b = builds[(variant, config)]
+            initrd = initramfs.pack(b, files, [], {"bench": guest_script(todo)},
+                                    paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
+                                    "bench/", selftests_of=tests_of)
+            where = (f"{b.name} [{cmdline}]" + (f" {clock} clock" if clock != "host" else "")
+                     + (f" -cpu {cpu}" if cpu else "")
+                     + f" boot {r + 1}/{repeats}")
+            log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
+            budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
+            say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
+                + f" (log {log})")
+            clk = scenarios.CLOCKS[clock]
+            argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
+                                  clk.qemu_args, clk.smp, cpu=cpu)
+            con = qemu.run(argv, budget, log, markers.DONE)
+            res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
+            sections = split_console(con.lines)
+            for s, side in todo:
+                out, rc = sections.get(section(s, side), (None, None))
+                record_run(res, s, side.label, out, rc, f"{where}, {con.outcome}, log {log}")
     return res
 
 
@@ -249,34 +268,47 @@ def _fmt(x: float) -> str:
     return f"{x:.4f}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}"
 
 
-def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = None) -> str:
-    """Markdown: one table per pair of sides (A is the baseline), then errors
-    and the harness's own phases. sides overrides the scenarios' labels (for
-    two saved native runs, "A" and "B")."""
-    tables: dict[tuple[str, str], list[str]] = {}
+def _side_cells(xa: list[float], xb: list[float]) -> list[str]:
+    """A side's columns against the baseline's values: mean ± sd (n),
+    change, vs noise."""
+    if not xa or not xb:
+        return [f"n={len(xb)}", "-", "missing data"]
+    c = stats.compare(xa, xb)
+    return [f"{_fmt(c.b_mean)} ± {_fmt(c.b_stdev)} ({c.b_n})", f"{c.change_pct:+.1f} %",
+            c.verdict]
+
+
+def report(scs: list[Scenario], res: Results, sides: tuple[str, ...] | None = None) -> str:
+    """Markdown: one table per list of sides (the baseline first, each other
+    side's mean, change and noise judgement against it), then errors and the
+    harness's own phases. sides overrides the scenarios' labels (for two
+    saved native runs, "A" and "B")."""
+    tables: dict[tuple[str, ...], list[str]] = {}
     for sc in scs:
-        a, b = sides or sc.labels
-        rows = tables.setdefault((a, b), [])
+        labels = sides or sc.labels
+        a, others = labels[0], labels[1:]
+        rows = tables.setdefault(labels, [])
         cells = res.values.get(sc.key, {})
         name = sc.key if sc.clock == "host" or sides else f"{sc.key} ({sc.clock})"
         if not cells:
-            rows.append(f"| {name} | - | - | - | - | - | no data | {sc.seed} |")
+            rows.append(f"| {name} | - | - | - | " + "- | - | no data | " * len(others)
+                        + f"{sc.seed} |")
         for (metric, group), by_side in sorted(cells.items()):
-            xa, xb = by_side.get(a, []), by_side.get(b, [])
-            if not xa or not xb:
-                rows.append(f"| {name} | {metric} | {group} | n={len(xa)} | n={len(xb)} | - | "
-                            f"missing data | {sc.seed} |")
-                continue
-            c = stats.compare(xa, xb)
-            rows.append(f"| {name} | {metric} | {group} | {_fmt(c.a_mean)} ± {_fmt(c.a_stdev)} "
-                        f"({c.a_n}) | {_fmt(c.b_mean)} ± {_fmt(c.b_stdev)} ({c.b_n}) | "
-                        f"{c.change_pct:+.1f} % | {c.verdict} | {sc.seed} |")
+            xa = by_side.get(a, [])
+            compared = [b for b in others if by_side.get(b)]
+            base = (f"{_fmt(stats.mean(xa))} ± {_fmt(stats.stdev(xa))} ({len(xa)})"
+                    if xa and compared else f"n={len(xa)}")
+            cols = [base] + [x for b in others for x in _side_cells(xa, by_side.get(b, []))]
+            rows.append(f"| {name} | {metric} | {group} | " + " | ".join(cols)
+                        + f" | {sc.seed} |")
     out = []
-    for (a, b), rows in tables.items():
+    for labels, rows in tables.items():
         if out:
             out.append("")
-        out += [f"| scenario | metric | case | {a} mean ± sd (n) | {b} mean ± sd (n) | change | "
-                "vs noise | seed |", "|---|---|---|---|---|---|---|---|", *rows]
+        a, others = labels[0], labels[1:]
+        out += [f"| scenario | metric | case | {a} mean ± sd (n) | "
+                + "".join(f"{b} mean ± sd (n) | change | vs noise | " for b in others)
+                + "seed |", "|---" * (5 + 3 * len(others)) + "|", *rows]
     if not sides and any(sc.clock == "icount" for sc in scs):
         out += ["", "(icount): QEMU ran with -icount shift=0 and one vCPU: the guest's clock "
                 "counts the instructions it emulates, 1 ns each, and an instruction counter "
@@ -291,11 +323,15 @@ def report(scs: list[Scenario], res: Results, sides: tuple[str, str] | None = No
 
 
 def write(scs: list[Scenario], res: Results, out: Path,
-          sides: tuple[str, str] | None = None) -> str:
+          sides: tuple[str, ...] | None = None) -> str:
+    """report.md, results.json (with each scenario's sides, the baseline
+    first, for the index) and change.png in out."""
     out.mkdir(parents=True, exist_ok=True)
     text = report(scs, res, sides)
     (out / "results.json").write_text(json.dumps(
-        {"scenarios": [s.key for s in scs], **res.to_json()}, indent=1) + "\n")
+        {"scenarios": [s.key for s in scs],
+         "sides": {s.key: list(sides or s.labels) for s in scs}, **res.to_json()},
+        indent=1) + "\n")
     (out / "report.md").write_text(text)
     benchplot.draw(benchplot.bars(scs, res, sides), out / "change.png")
     return text

@@ -2,12 +2,13 @@
 
 One panel per metric kind, times apart from counts (instructions, passes,
 lock events), since a count's change is exact and means something else. A
-bar per scenario, metric and case: the % change of the mean, B against the
-baseline A, with two standard errors of the difference as its spread. A bar
-within that noise is grey whatever its size (a +13 % within noise is no
-regression); beyond it a time is green (faster) or red (slower), a count
-blue (its direction is good or bad by metric). Beside it, a black diamond:
-the seed's published change, where the scenario's seed text gives one.
+bar per scenario, metric, case and side: the % change of the mean, the side
+B against its scenario's baseline A, with two standard errors of the
+difference as its spread. A bar within that noise is grey whatever its size
+(a +13 % within noise is no regression); beyond it a time is green (faster)
+or red (slower), a count blue (its direction is good or bad by metric).
+Beside it, a black diamond: the seed's published change, where the
+scenario's seed text gives one.
 
 bars() makes every decision and is tested; draw() only draws them.
 """
@@ -88,26 +89,29 @@ def seed_changes(sc: Scenario) -> dict[str, float]:
     return found
 
 
-def bars(scs: list[Scenario], res, sides: tuple[str, str] | None = None) -> list[Bar]:
-    """One Bar per scenario, metric and case with values on both sides, in
-    the scenarios' order; res is a bench.Results. A label names its sides
-    ("patched vs vanilla") only when the run compares more than one pair."""
-    pairs = {sides or sc.labels for sc in scs}
+def bars(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> list[Bar]:
+    """One Bar per scenario, metric, case and side besides the baseline, with
+    values on both, in the scenarios' order; res is a bench.Results. A label
+    names its sides ("patched vs vanilla") only when the run compares more
+    than one pair."""
+    pairs = {(labels[0], b) for sc in scs for labels in [sides or sc.labels]
+             for b in labels[1:]}
     out = []
     for sc in scs:
-        a, b = sides or sc.labels
+        a, *others = sides or sc.labels
         units = {m.name: m.unit for m in sc.metrics}
         seeds = {} if sides else seed_changes(sc)   # two native runs: no seed to compare
         for (metric, group), by_side in sorted(res.values.get(sc.key, {}).items()):
-            xa, xb = by_side.get(a, []), by_side.get(b, [])
-            if not xa or not xb:
-                continue
-            c = stats.compare(xa, xb)
-            kind = panel(units.get(metric, "s"))
-            label = (f"{sc.key}: {metric}" + (f" [{group}]" if group else "")
-                     + (f" ({b} vs {a})" if len(pairs) > 1 else ""))
-            out.append(Bar(kind, label, c.change_pct, c.noise_pct, colour(c, kind),
-                           seeds.get(metric), (a, b)))
+            for b in others:
+                xa, xb = by_side.get(a, []), by_side.get(b, [])
+                if not xa or not xb:
+                    continue
+                c = stats.compare(xa, xb)
+                kind = panel(units.get(metric, "s"))
+                label = (f"{sc.key}: {metric}" + (f" [{group}]" if group else "")
+                         + (f" ({b} vs {a})" if len(pairs) > 1 else ""))
+                out.append(Bar(kind, label, c.change_pct, c.noise_pct, colour(c, kind),
+                               seeds.get(metric), (a, b)))
     return out
 
 
@@ -142,8 +146,12 @@ def draw(found: list[Bar], dest: Path) -> Path | None:
         ax.set_title(TITLES[kind], fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
     pairs = {x.sides for x in found}
-    (a, b), = pairs if len(pairs) == 1 else [("A", "B")]
-    fig.suptitle(f"{b} vs {a}: change of the mean ± 2 standard errors, grey within that noise",
+    if len(pairs) == 1:
+        (a, b), = pairs
+        what = f"{b} vs {a}"
+    else:
+        what = "each side vs its scenario's baseline (on its bar: B vs A)"
+    fig.suptitle(f"{what}: change of the mean ± 2 standard errors, grey within that noise",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(dest, dpi=100)

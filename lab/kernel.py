@@ -1,10 +1,14 @@
-"""Configure and build one kernel: ARCH x VARIANT (vanilla|patched) x debug.
+"""Configure and build one kernel: ARCH x VARIANT x debug.
+
+VARIANT is vanilla (build/vanilla-src, the base), patched (build/linux, the
+series), check (make check's worktree) or a bench variant of
+bench/variants.toml (build/variants/<name>, lab/variants.py).
 
 The object directory is a direct subdirectory of its source tree
 (build/linux/.out-x86_64-patched), because only then does kbuild call the
-source ".." instead of an absolute path: the vanilla and patched trees then
-compile with identical command lines and ccache shares every unchanged object.
-build/<arch>-<variant>[-debug] is a symlink to it.
+source ".." instead of an absolute path: the vanilla, patched and variant
+trees then compile with identical command lines and ccache shares every
+unchanged object. build/<arch>-<variant>[-debug] is a symlink to it.
 """
 import os
 import re
@@ -12,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths, tree
+from lab import paths, tree, variants
 from lab.profile import Profile
 from lab.progress import LabError, compiler_errors, exclusive, jobs, run_logged, say
 
@@ -38,8 +42,8 @@ class Build:
 
     @property
     def src(self) -> Path:
-        return {"patched": paths.TREE, "vanilla": paths.VANILLA_SRC,
-                CHECK: paths.CHECK_SRC}[self.variant]
+        built_in = {"patched": paths.TREE, "vanilla": paths.VANILLA_SRC, CHECK: paths.CHECK_SRC}
+        return built_in.get(self.variant) or variants.tree_of(self.variant)
 
     @property
     def out(self) -> Path:
@@ -143,6 +147,8 @@ def _build(b: Build) -> Path:
         tree.ensure_worktree(paths.TREE, paths.VANILLA_SRC)
     elif not (paths.TREE / ".git").exists():
         raise LabError(f"{paths.TREE} does not exist: run `make tree` first")
+    if b.variant not in (*VARIANTS, CHECK):
+        variants.ensure(variants.get(b.variant))
     for tool in ("make", f"{b.profile.cross_compile}gcc", "flex", "bison", "bc"):
         if not shutil.which(tool):
             raise LabError(f"kernel {b.name}: {tool} not found (make deps installs it)")

@@ -1,10 +1,16 @@
 """Benchmark scenarios, as data (bench/<topic>.toml), and their parsing.
 
-A scenario is: an arch, the two sides it compares (the vanilla and patched
-kernels by default, or two kernel command lines such as TDP and shadow MMU),
-a selftest command, the metric lines to read out of its output (a regex whose
-first group is the value, and a unit), how many repeats, and the seed's
-published figure beside it. Adding a scenario needs no code.
+A scenario is: an arch, the sides it compares, a selftest command, the
+metric lines to read out of its output (a regex whose first group is the
+value, and a unit), how many repeats, and the seed's published figure beside
+it. Adding a scenario needs no code.
+
+Its sides are the vanilla and patched kernels by default, or a list, the
+baseline first, each side a kernel (vanilla, patched or a variant of
+bench/variants.toml: the series up to a patch, or 6.12 with bench-only
+patches), a kernel command line added to the scenario's (TDP against shadow
+MMU) and a command in place of the scenario's (the same ioctl with a
+feature off: a floor). Every other side is compared with the baseline.
 
 A scenario's clock says what its times count in QEMU. "host": the guest's
 clock follows the host's, so a time is emulation speed, shared with whatever
@@ -15,7 +21,7 @@ instruction counter of one thread (dirty_log_perf_test prints them) is a
 count of emulated work, repeatable whatever the host's load, not a time on
 any real CPU.
 
-A scenario may also build both kernels with bench-only fragments of configs/
+A scenario may also build its kernels with bench-only fragments of configs/
 (`config`, e.g. lock-stat for /proc/lock_stat), and run guest shell lines
 `before` and `after` its command, whose output the metric regexes read too
 (clear /proc/lock_stat before, print the mmu_lock lines after): counts of
@@ -26,7 +32,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import datafile, paths
+from lab import datafile, paths, variants
 from lab.datafile import Key
 from lab.progress import LabError
 
@@ -57,10 +63,12 @@ class Metric:
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: a kernel variant booted with a command line."""
+    """One side of a comparison: a kernel booted with a command line, running
+    a selftest command."""
     label: str
-    variant: str       # "vanilla" or "patched"
-    cmdline: str
+    variant: str       # vanilla, patched, or a variant of bench/variants.toml
+    cmdline: str       # the scenario's and the side's own
+    command: str       # the side's own, or the scenario's
 
 
 @dataclass(frozen=True)
@@ -75,9 +83,9 @@ class Scenario:
     seed: str                       # the published figure, with where it comes from
     timeout: int
     level: str                      # smallest BENCH level that runs it
-    sides: tuple[Side, Side]        # baseline first
+    sides: tuple[Side, ...]         # the baseline first, then what is compared with it
     clock: str = "host"             # a key of CLOCKS
-    config: tuple[str, ...] = ()    # fragments of configs/ both kernels add
+    config: tuple[str, ...] = ()    # fragments of configs/ every side's kernel adds
     before: str = ""                # guest shell lines around the command
     after: str = ""
     cpu: str = ""                   # QEMU's -cpu, in place of the arch profile's
@@ -87,45 +95,63 @@ class Scenario:
         return f"{self.topic}/{self.name}"
 
     @property
-    def labels(self) -> tuple[str, str]:
-        return self.sides[0].label, self.sides[1].label
+    def labels(self) -> tuple[str, ...]:
+        return tuple(s.label for s in self.sides)
 
 
-VARIANTS = ("vanilla", "patched")
+KERNELS = ("vanilla", "patched")    # a side's kernel besides the declared variants
+# A run's results.json keeps each cell's values under its sides' labels,
+# beside these keys.
+CELL_KEYS = ("metric", "group")
 
-SIDE = datafile.Table({"label": Key(str), "kernel": Key(str, "patched", choices=VARIANTS),
-                       "cmdline": Key(str, "")})
+
+def _side_table(kernels: tuple[str, ...]) -> datafile.Table:
+    return datafile.Table({"label": Key(str), "kernel": Key(str, "patched", choices=kernels),
+                           "cmdline": Key(str, ""), "command": Key(str, "")},
+                          label_key="label")
+
+
 METRIC = datafile.Table({"name": Key(str), "regex": Key(str),
                          "unit": Key(str, "s", choices=tuple(UNITS))})
-SCENARIO = datafile.Table({
-    "name": Key(str), "arch": Key(str), "command": Key(str), "metrics": Key([METRIC]),
-    "repeats": Key(int, 5), "group_by": Key(str, ""), "seed": Key(str, ""),
-    "timeout": Key(int, 300), "level": Key(str, "default", choices=LEVELS),
-    "clock": Key(str, "host", choices=tuple(CLOCKS)), "cmdline": Key(str, ""),
-    "a": Key(SIDE, None), "b": Key(SIDE, None), "config": Key((str, [str]), []),
-    "before": Key(str, ""), "after": Key(str, ""), "cpu": Key(str, "")})
+
+
+def _scenario_table(kernels: tuple[str, ...]) -> datafile.Table:
+    return datafile.Table({
+        "name": Key(str), "arch": Key(str), "command": Key(str), "metrics": Key([METRIC]),
+        "repeats": Key(int, 5), "group_by": Key(str, ""), "seed": Key(str, ""),
+        "timeout": Key(int, 300), "level": Key(str, "default", choices=LEVELS),
+        "clock": Key(str, "host", choices=tuple(CLOCKS)), "cmdline": Key(str, ""),
+        "sides": Key([_side_table(kernels)], []), "config": Key((str, [str]), []),
+        "before": Key(str, ""), "after": Key(str, ""), "cpu": Key(str, "")})
+
+
 # [defaults] holds keys of [[scenario]], checked when merged into each.
 FILE = datafile.Table({"topic": Key(str, ""), "defaults": Key(dict, {}),
                        "scenario": Key([dict], [])})
+DEFAULT_SIDES = [{"label": k, "kernel": k, "cmdline": "", "command": ""} for k in KERNELS]
 
 
-def _sides(s: dict, origin: str) -> tuple[Side, Side]:
-    """Vanilla against patched kernel by default; or two [scenario.a] and
-    [scenario.b] tables (label, kernel, cmdline added to the scenario's), to
-    compare e.g. TDP MMU and shadow MMU on one kernel."""
-    cmdline = s["cmdline"]
-    if s["a"] is None and s["b"] is None:
-        return Side("vanilla", "vanilla", cmdline), Side("patched", "patched", cmdline)
-    if s["a"] is None or s["b"] is None:
-        raise LabError(f"{origin}: {s['name']}: a and b name the two sides: give both")
-    sides = [Side(side["label"], side["kernel"], f"{cmdline} {side['cmdline']}".strip())
-             for side in (s["a"], s["b"])]
-    if sides[0].label == sides[1].label:
-        raise LabError(f"{origin}: {s['name']}: the two sides need different labels")
-    if (sides[0].variant, sides[0].cmdline) == (sides[1].variant, sides[1].cmdline):
-        raise LabError(f"{origin}: {s['name']}: both sides boot the same kernel with the "
-                       "same command line")
-    return sides[0], sides[1]
+def _sides(s: dict, origin: str) -> tuple[Side, ...]:
+    """Vanilla against patched kernel by default; or the scenario's list of
+    sides, the baseline first (label, kernel, cmdline added to the
+    scenario's, command in place of the scenario's)."""
+    at = f"{origin}: {s['name']}: sides"
+    raw = s["sides"] or DEFAULT_SIDES
+    if len(raw) < 2:
+        raise LabError(f"{at}: one side compares with nothing: give two or more, "
+                       "the baseline first")
+    sides = [Side(r["label"], r["kernel"], f"{s['cmdline']} {r['cmdline']}".strip(),
+                  r["command"] or s["command"]) for r in raw]
+    for i, a in enumerate(sides):
+        if a.label in CELL_KEYS:
+            raise LabError(f"{at}: {a.label!r} names a key of results.json: another label")
+        for b in sides[i + 1:]:
+            if a.label == b.label:
+                raise LabError(f"{at}: two sides are labelled {a.label!r}")
+            if (a.variant, a.cmdline, a.command) == (b.variant, b.cmdline, b.command):
+                raise LabError(f"{at}: {a.label!r} and {b.label!r} boot the same kernel with "
+                               "the same command line and run the same command")
+    return tuple(sides)
 
 
 def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
@@ -138,13 +164,16 @@ def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
     return tuple(names)
 
 
-def parse(text: str, origin: str, configs: Path = paths.CONFIGS) -> list[Scenario]:
+def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
+          kernels: tuple[str, ...] = KERNELS) -> list[Scenario]:
+    """kernels: what a side may boot (load_all adds bench/variants.toml's)."""
     data = datafile.parse(text, FILE, origin)
+    table = _scenario_table(kernels)
     topic = data["topic"] or Path(origin).stem
-    datafile.check(data["defaults"], SCENARIO, origin, "[defaults]", partial=True)
+    datafile.check(data["defaults"], table, origin, "[defaults]", partial=True)
     out = []
     for i, raw in enumerate(data["scenario"], 1):
-        s = datafile.check(data["defaults"] | raw, SCENARIO, origin,
+        s = datafile.check(data["defaults"] | raw, table, origin,
                            datafile.label("scenario", raw, i))
         metrics = []
         for m in s["metrics"]:
@@ -168,9 +197,13 @@ def parse(text: str, origin: str, configs: Path = paths.CONFIGS) -> list[Scenari
 
 def load_all(directory: Path = paths.ROOT / "bench", configs: Path = paths.CONFIGS
              ) -> list[Scenario]:
+    """Every scenario of directory's *.toml but variants.toml, which declares
+    the kernels their sides may boot besides vanilla and patched."""
+    kernels = KERNELS + tuple(variants.load(directory, configs=configs))
     out = []
     for f in sorted(directory.glob("*.toml")):
-        out += parse(f.read_text(), datafile.origin(f), configs)
+        if f.name != variants.FILE_NAME:
+            out += parse(f.read_text(), datafile.origin(f), configs, kernels)
     return out
 
 

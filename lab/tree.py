@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lab import base, paths, series
+from lab import base, datafile, paths, series
 from lab.progress import LabError, say
 
 # The project identity: author of the base commit and committer of the series.
@@ -59,26 +59,35 @@ def base_cache(source: Path) -> Path | None:
     return paths.CACHE / f"base-{base.sha256_of(source)[:16]}.git"
 
 
-def _clone_base(cache: Path, tree: Path, label: str) -> bool:
-    """tree as a clone of the cached import (its objects hard-linked, not
-    copied): 11 s where a fresh import takes 67 s (34 s of tar, 33 s of git
-    add and commit). False, with tree removed, if the cache cannot serve."""
+def clone_base(source: Path, tree: Path, label: str) -> None:
+    """tree as a clone of the base commit of source (the cached import, or
+    build/linux for a bench variant), its objects hard-linked, not copied,
+    on a branch "series" at the base."""
     try:
-        subprocess.run(["git", "clone", "-q", "--no-checkout", str(cache), str(tree)],
+        subprocess.run(["git", "clone", "-q", "--no-checkout", str(source), str(tree)],
                        check=True, capture_output=True)
-        git(tree, "remote", "remove", "origin")
-        if tree_base_label(tree) != label:
-            raise LabError(f"its base commit is not {base_subject(label)!r}")
-        git(tree, "checkout", "-q", "-B", "series", BASE_TAG)
-    except (subprocess.CalledProcessError, LabError) as e:
-        why = e.stderr.decode(errors="replace").strip() if isinstance(
-            e, subprocess.CalledProcessError) else str(e)
-        say(f"tree: the cached base {cache} is unusable ({why}); importing afresh")
+    except subprocess.CalledProcessError as e:
+        raise LabError(f"git clone {source} failed: "
+                       f"{e.stderr.decode(errors='replace').strip()}") from e
+    git(tree, "remote", "remove", "origin")
+    if tree_base_label(tree) != label:
+        raise LabError(f"its base commit is not {base_subject(label)!r}")
+    git(tree, "checkout", "-q", "-B", "series", BASE_TAG)
+    git(tree, "config", "core.autocrlf", "false")
+    _unhide_toplevel(tree)
+
+
+def _clone_base(cache: Path, tree: Path, label: str) -> bool:
+    """tree as a clone of the cached import: 11 s where a fresh import takes
+    67 s (34 s of tar, 33 s of git add and commit). False, with tree
+    removed, if the cache cannot serve."""
+    try:
+        clone_base(cache, tree, label)
+    except LabError as e:
+        say(f"tree: the cached base {cache} is unusable ({e}); importing afresh")
         shutil.rmtree(tree, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)      # the import keeps a new one
         return False
-    git(tree, "config", "core.autocrlf", "false")
-    _unhide_toplevel(tree)
     return True
 
 
@@ -151,25 +160,36 @@ def _with_topic(patch_text: str, topic: str, tree: Path) -> str:
     return git(tree, "interpret-trailers", "--trailer", f"Topic: {topic}", input=patch_text)
 
 
-def apply_series(tree: Path, patches_dir: Path, branch: str = "series") -> int:
-    """Reset tree (or a worktree of it) to the base on branch and git-am every
-    patch of the series, in order."""
+def apply_patches(tree: Path, patches: list[tuple[Path, str]], branch: str) -> None:
+    """Reset tree (or a worktree of it) to the base on branch and git am each
+    (patch file, topic) in order; a topic travels as the commit's Topic:
+    trailer ("": none, a bench-only patch). A patch that does not apply is
+    named with git am's message and the hunks patch(1) finds failing, and
+    the tree is left at the last patch that applied, no am in progress."""
     git(tree, "checkout", "-q", "-f", "-B", branch, BASE_TAG)
     git(tree, "reset", "-q", "--hard", BASE_TAG)
-    entries = series.load(patches_dir)
-    for e in entries:
-        src = patches_dir / e.path
-        text = _with_topic(src.read_text(), e.topic, tree)
+    for src, topic in patches:
+        text = src.read_text()
+        if topic:
+            text = _with_topic(text, topic, tree)
         proc = subprocess.run(
             ["git", "-C", str(tree), "am", "-q", "--committer-date-is-author-date",
              "--keep-cr"], input=text, capture_output=True, text=True,
             env=dict(os.environ, **_ident_env()))
         if proc.returncode != 0:
+            said = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines()
+                    if ln.startswith(("error:", "fatal:"))]
             git(tree, "am", "--abort", check=False)
-            raise LabError(f"{src.relative_to(patches_dir.parent)} does not apply: "
-                           f"{why_not_applies(tree, src)}")
+            raise LabError(f"{datafile.origin(src)} does not apply: {why_not_applies(tree, src)}"
+                           f" (git am: {'; '.join(said) or 'failed'})")
     # reset --hard restored Debian's .gitignore along with everything else.
     _unhide_toplevel(tree)
+
+
+def apply_series(tree: Path, patches_dir: Path, branch: str = "series") -> int:
+    """Reset tree to the base on branch and git am every patch of the series."""
+    entries = series.load(patches_dir)
+    apply_patches(tree, [(patches_dir / e.path, e.topic) for e in entries], branch)
     return len(entries)
 
 

@@ -123,7 +123,8 @@ def test_crash_and_missing_metric_are_errors_of_their_cell(tmp_path):
 
 
 def test_guest_script_marks_each_scenario():
-    script = bench.guest_script(scs()[:1])
+    enable = scs()[0]
+    script = bench.guest_script([(enable, enable.sides[1])])
     assert "echo LAB-SCENARIO-BEGIN t/enable\n" in script
     assert "/usr/bin/timeout 300 ./dirty_log_perf_test -g -k 2M -b 64M 2>&1\n" in script
     assert "rc=$?\necho LAB-SCENARIO-END t/enable rc=$rc\n" in script
@@ -138,13 +139,11 @@ metrics = [ { name = "disable", regex = 'Disabling dirty logging time: (\d+\.\d+
 [[scenario]]
 name = "disable"
 command = "dirty_log_perf_test -s anonymous_hugetlb"
-a = { label = "shadow MMU", cmdline = "kvm.tdp_mmu=N" }
-b = { label = "TDP MMU" }
+sides = [ { label = "shadow MMU", cmdline = "kvm.tdp_mmu=N" }, { label = "TDP MMU" } ]
 [[scenario]]
 name = "also-tdp"
 command = "dirty_log_perf_test"
-a = { label = "eps=N", cmdline = "kvm.eager_page_split=N" }
-b = { label = "TDP MMU" }
+sides = [ { label = "eps=N", cmdline = "kvm.eager_page_split=N" }, { label = "TDP MMU" } ]
 [[scenario]]
 name = "kernels"
 command = "dirty_log_perf_test"
@@ -153,9 +152,10 @@ command = "dirty_log_perf_test"
 
 def test_sides_default_to_the_kernels_or_name_two_command_lines():
     disable, also, kernels = scenarios.parse(SIDES, "bench/x.toml")
+    cmd = "dirty_log_perf_test -s anonymous_hugetlb"
     assert disable.sides == (
-        scenarios.Side("shadow MMU", "patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N"),
-        scenarios.Side("TDP MMU", "patched", "hugepagesz=2M hugepages=64"))
+        scenarios.Side("shadow MMU", "patched", "hugepagesz=2M hugepages=64 kvm.tdp_mmu=N", cmd),
+        scenarios.Side("TDP MMU", "patched", "hugepagesz=2M hugepages=64", cmd))
     assert kernels.labels == ("vanilla", "patched")
     # sides that boot alike share a boot; the baseline of each scenario boots first
     plan = bench.boot_plan([disable, also, kernels])
@@ -171,13 +171,20 @@ def test_sides_default_to_the_kernels_or_name_two_command_lines():
 
 
 @pytest.mark.parametrize("side, msg", [
-    ('a = { cmdline = "x" }\nb = { label = "B" }', r"\[\[scenario\]\] 's', a: missing key 'label'$"),
-    ('a = { label = "A", kernel = "mine" }\nb = { label = "B" }',
-     "'kernel' is 'mine', not one of 'vanilla', 'patched'"),
-    ('a = { label = "A" }', "give both"),
-    ('a = { label = "A" }\nb = { label = "A", cmdline = "y" }', "different labels"),
-    ('a = { label = "A" }\nb = { label = "B" }', "same kernel with the same command line"),
-    ('a = { label = "A", cmd = "x" }\nb = { label = "B" }', "unknown key 'cmd'"),
+    ('sides = [ { cmdline = "x" }, { label = "B" } ]',
+     r"^bench/bad.toml: \[\[scenario\]\] 's', sides #1: missing key 'label'$"),
+    ('sides = [ { label = "A", kernel = "mine" }, { label = "B" } ]',
+     r"sides 'A': 'kernel' is 'mine', not one of 'vanilla', 'patched'$"),
+    ('sides = [ { label = "A" } ]', "one side compares with nothing"),
+    ('sides = [ { label = "A" }, { label = "A", cmdline = "y" } ]',
+     "two sides are labelled 'A'"),
+    ('sides = [ { label = "A" }, { label = "B", command = "c" } ]',
+     "'A' and 'B' boot the same kernel with the same command line and run the same command"),
+    ('sides = [ { label = "metric" }, { label = "B", cmdline = "y" } ]',
+     "'metric' names a key of results.json"),
+    ('sides = [ { label = "A", cmd = "x" }, { label = "B" } ]',
+     r"sides 'A': unknown key 'cmd' \(did you mean 'command'\?\)$"),
+    ('a = { label = "A" }\nb = { label = "B" }', "unknown key 'a'"),
 ])
 def test_bad_sides_are_refused(side, msg):
     text = f'[[scenario]]\nname="s"\narch="x86_64"\ncommand="c"\nmetrics=[]\n{side}\n'
@@ -311,7 +318,7 @@ def test_a_scenario_with_config_boots_kernels_of_its_own(tmp_path):
     # the patched kernel without config is built in any case: its selftests run everywhere
     assert bench.kernels(bench.boot_plan([locks])) == [
         ("patched", ()), ("vanilla", ("lock-stat",)), ("patched", ("lock-stat",))]
-    script = bench.guest_script([locks])
+    script = bench.guest_script([(locks, locks.sides[0])])
     assert ("echo LAB-SCENARIO-BEGIN x86-lockless-aging/locks\necho 0 > /proc/lock_stat\n"
             "/usr/bin/timeout 300 ./access_tracking_perf_test -p -v 2 2>&1\nrc=$?\n"
             "grep 'mmu_lock' /proc/lock_stat\n"
@@ -390,3 +397,124 @@ def test_a_scenario_with_a_cpu_boots_apart_with_that_cpu(tmp_path):
     assert argv[argv.index("-cpu") + 1] == "max,midr=0xc00fac30"
     argv = prof.qemu_argv(tmp_path / "Image", tmp_path / "initrd", "")
     assert argv[argv.index("-cpu") + 1] == prof.cpu
+
+
+STEPS = r'''
+topic = "arm64-split-skip-level"
+[[scenario]]
+name = "clear"
+arch = "arm64"
+command = "dirty_log_perf_test -k 2M -b 64M"
+repeats = 2
+metrics = [ { name = "clear", regex = 'clear dirty log time: (\d+\.\d+)s' } ]
+sides = [ { label = "vanilla", kernel = "vanilla" },
+          { label = "fill", kernel = "split-fill" },
+          { label = "patched" },
+          { label = "floor", command = "dirty_log_perf_test -b 64M" } ]
+[[scenario]]
+name = "enable"
+arch = "arm64"
+command = "dirty_log_perf_test -g -k 2M -b 64M"
+repeats = 1
+metrics = [ { name = "enable", regex = 'Enabling dirty logging time: (\d+\.\d+)s' } ]
+'''
+
+
+def steps():
+    return scenarios.parse(STEPS, "bench/s.toml", kernels=("vanilla", "patched", "split-fill"))
+
+
+def test_sides_boot_each_kernel_once_per_repeat_the_baseline_first():
+    clear, enable = steps()
+    assert clear.labels == ("vanilla", "fill", "patched", "floor")
+    floor = clear.sides[3]
+    assert (floor.variant, floor.command) == ("patched", "dirty_log_perf_test -b 64M")
+    plan = bench.boot_plan([clear, enable])
+    # the floor runs in the patched kernel's boot: a side's command needs no boot of its own
+    assert [(k[0], [side.label for _, side in v]) for k, v in plan.items()] == [
+        ("vanilla", ["vanilla", "vanilla"]), ("split-fill", ["fill"]),
+        ("patched", ["patched", "floor", "patched"])]
+    assert bench.kernels(plan) == [("patched", ()), ("vanilla", ()), ("split-fill", ())]
+    # enable wants one repeat: the second round boots its kernels for clear alone
+    assert [(r, k[0], [(s.name, side.label) for s, side in todo])
+            for r, _, k, todo in bench.schedule(plan)] == [
+        (0, "vanilla", [("clear", "vanilla"), ("enable", "vanilla")]),
+        (0, "split-fill", [("clear", "fill")]),
+        (0, "patched", [("clear", "patched"), ("clear", "floor"), ("enable", "patched")]),
+        (1, "vanilla", [("clear", "vanilla")]),
+        (1, "split-fill", [("clear", "fill")]),
+        (1, "patched", [("clear", "patched"), ("clear", "floor")])]
+
+
+def test_a_side_with_its_own_command_runs_it_in_a_section_of_its_own():
+    clear, _ = steps()
+    patched, floor = clear.sides[2], clear.sides[3]
+    script = bench.guest_script([(clear, patched), (clear, floor)])
+    assert ("echo LAB-SCENARIO-BEGIN arm64-split-skip-level/clear\n"
+            "/usr/bin/timeout 300 ./dirty_log_perf_test -k 2M -b 64M 2>&1\n") in script
+    assert ("echo LAB-SCENARIO-BEGIN arm64-split-skip-level/clear@3\n"
+            "/usr/bin/timeout 300 ./dirty_log_perf_test -b 64M 2>&1\nrc=$?\n"
+            "echo LAB-SCENARIO-END arm64-split-skip-level/clear@3 rc=$rc\n") in script
+    console = ["LAB-SCENARIO-BEGIN arm64-split-skip-level/clear\n",
+               "Iteration 1 clear dirty log time: 0.020000000s\n",
+               "LAB-SCENARIO-END arm64-split-skip-level/clear rc=0\n",
+               "LAB-SCENARIO-BEGIN arm64-split-skip-level/clear@3\n",
+               "Iteration 1 clear dirty log time: 0.005000000s\n",
+               "LAB-SCENARIO-END arm64-split-skip-level/clear@3 rc=0\n"]
+    sections = bench.split_console(console)
+    res = bench.Results()
+    for side in (patched, floor):
+        out, rc = sections[bench.section(clear, side)]
+        bench.record_run(res, clear, side.label, out, rc, "boot")
+    assert res.values[clear.key][("clear", "")] == {"patched": [0.02], "floor": [0.005]}
+
+
+def three_sides():
+    """clear's values: vanilla 10 and 11 ms, fill 8 and 8.2, patched 5 and
+    5.1, the floor never ran."""
+    clear, enable = steps()
+    res = bench.Results()
+    for label, xs in (("vanilla", (0.010, 0.011)), ("fill", (0.008, 0.0082)),
+                      ("patched", (0.005, 0.0051))):
+        for x in xs:
+            bench.record_run(res, clear, label, [f"Iteration 1 clear dirty log time: {x:.9f}s"],
+                             0, "boot")
+    return clear, enable, res
+
+
+def test_the_report_has_each_side_against_the_baseline(tmp_path):
+    clear, enable, res = three_sides()
+    text = bench.write([clear, enable], res, tmp_path)
+    assert ("| scenario | metric | case | vanilla mean ± sd (n) | fill mean ± sd (n) | change | "
+            "vs noise | patched mean ± sd (n) | change | vs noise | floor mean ± sd (n) | change "
+            "| vs noise | seed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+            ) in text
+    # by hand: 10.5 ms; 8.1 ms -22.9 %; 5.05 ms -51.9 %
+    assert ("| arm64-split-skip-level/clear | clear |  | 0.0105 ± 0.0007 (2) | "
+            "0.0081 ± 0.0001 (2) | -22.9 % | faster | 0.0051 ± 0.0001 (2) | -51.9 % | faster | "
+            "n=0 | - | missing data |  |") in text
+    # a two-side scenario keeps a table of its own, as before
+    assert ("| scenario | metric | case | vanilla mean ± sd (n) | patched mean ± sd (n) | "
+            "change | vs noise | seed |\n|---|---|---|---|---|---|---|---|\n"
+            "| arm64-split-skip-level/enable | - | - | - | - | - | no data |  |") in text
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["sides"] == {"arm64-split-skip-level/clear": ["vanilla", "fill", "patched",
+                                                               "floor"],
+                              "arm64-split-skip-level/enable": ["vanilla", "patched"]}
+    from lab import resultsindex
+    assert resultsindex.run_rows(saved) == [
+        "| arm64-split-skip-level/clear | clear | vanilla → fill | 1 | -22.9 % | 1 faster | 0 |",
+        "| arm64-split-skip-level/clear | clear | vanilla → patched | 1 | -51.9 % | 1 faster "
+        "| 0 |",
+        "| arm64-split-skip-level/clear | clear | vanilla → floor | 1 | missing data | - | 0 |",
+        "| arm64-split-skip-level/enable | - | - | 0 | no data | - | 0 |"]
+
+
+def test_each_side_has_its_bar_against_the_baseline():
+    from lab import benchplot
+    clear, enable, res = three_sides()
+    got = [(b.label, round(b.change, 1), b.sides) for b in benchplot.bars([clear, enable], res)]
+    assert got == [
+        ("arm64-split-skip-level/clear: clear (fill vs vanilla)", -22.9, ("vanilla", "fill")),
+        ("arm64-split-skip-level/clear: clear (patched vs vanilla)", -51.9,
+         ("vanilla", "patched"))]

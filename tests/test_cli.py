@@ -47,3 +47,12 @@ def test_make_test_hands_its_choices_to_the_suite(monkeypatch, capsys):
                      "--jobs", "3", "--variant", "vanilla"]) == 0
     assert got["args"] == (["arm64"], ["vhe"], False, "vanilla", False, False, 3)
     assert capsys.readouterr().out.endswith("0 passed, 0 failed, 0 skipped\n")
+
+
+def test_make_kernel_of_an_unknown_variant_names_the_known_ones(monkeypatch, capsys):
+    monkeypatch.setattr(cli.variants, "load", lambda: {})
+    monkeypatch.setattr(cli.kernel, "build", lambda b: pytest.fail("built"))
+    assert cli.main(["kernel", "--arch", "arm64", "--variant", "split-fill"]) == 1
+    assert capsys.readouterr().err == (
+        "error: unknown kernel variant 'split-fill': vanilla, patched, or one of "
+        "bench/variants.toml: (none declared)\n")
