@@ -13,9 +13,10 @@
 #   make tree / make export        build/linux from patches/, and back
 #   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]   (or a variant of bench/variants.toml)
 #   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."] [SELFTESTS=<tree>]
-#                                  those tests in one boot of make test's kernel, KTAP out
-#                                  (no pytest, no check); SELFTESTS: another tree's kvm selftests
-#   make shell ARCH=.. [BOOT=..] [SELFTESTS=..]   that guest's console, /kselftest/kvm
+#            [VARIANT=vanilla]     those tests in one boot of make test's kernel, KTAP out
+#                                  (no pytest, no check); SELFTESTS: another tree's kvm selftests;
+#                                  VARIANT: another kernel (vanilla: is a failure the base's?)
+#   make shell ARCH=.. [BOOT=..] [SELFTESTS=..] [VARIANT=..]   that guest's console, /kselftest/kvm
 #   make list                      each arch's boots and tests
 #   python3 -m lab parse <console.log>   judge a saved console again (python3 -m lab --help)
 #
@@ -96,11 +97,11 @@ run:
 	@test -n "$(TEST)" || { echo "error: set TEST=<name>[,<name>...] (and BOOT=<boot>; make list shows them)"; exit 1; }
 	@$(LAB) run --arch $(ARCH) $(if $(BOOT),--boot $(BOOT)) --test "$(TEST)" \
 		$(if $(filter undefined,$(origin ARGS)),,--args="$(ARGS)") --kernel-args="$(KERNEL_ARGS)" \
-		$(if $(SELFTESTS),--selftests "$(SELFTESTS)")
+		$(if $(SELFTESTS),--selftests "$(SELFTESTS)") --variant $(VARIANT)
 
 shell:
 	@$(LAB) shell --arch $(ARCH) $(if $(BOOT),--boot $(BOOT)) --kernel-args="$(KERNEL_ARGS)" \
-		$(if $(SELFTESTS),--selftests "$(SELFTESTS)")
+		$(if $(SELFTESTS),--selftests "$(SELFTESTS)") --variant $(VARIANT)
 
 list:
 	@$(LAB) list

@@ -80,7 +80,7 @@ def cmd_passes(args):
 
 def cmd_run(args):
     rep = devloop.run(args.arch, args.boot, args.test, args.args, args.kernel_args,
-                      args.selftests and Path(args.selftests))
+                      args.selftests and Path(args.selftests), args.variant)
     return report.show([rep], "run")
 
 
@@ -91,7 +91,7 @@ def cmd_parse(args):
 
 def cmd_shell(args):
     return devloop.shell(args.arch, args.boot, args.kernel_args,
-                         args.selftests and Path(args.selftests))
+                         args.selftests and Path(args.selftests), args.variant)
 
 
 def cmd_list(args):
@@ -178,6 +178,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--kernel-args", default="", help="added to the boot's command line")
     r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/linux) whose "
                    "kvm selftests to run, built against the test kernel's headers")
+    r.add_argument("--variant", default="patched",
+                   help="the kernel: patched (make test's), vanilla or a variant of "
+                   "bench/variants.toml, with its own selftests")
     r.set_defaults(fn=cmd_run)
     sh = sub.add_parser("shell", help="the test guest's console, every kvm selftest in "
                         "/kselftest/kvm (make shell)")
@@ -185,6 +188,7 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--boot", help="a boot of testlists/<arch>.toml (default: its first)")
     sh.add_argument("--kernel-args", default="", help="added to the boot's command line")
     sh.add_argument("--selftests", help="as for run")
+    sh.add_argument("--variant", default="patched", help="as for run")
     sh.set_defaults(fn=cmd_shell)
     pa = sub.add_parser("parse", help="judge a saved console log again with today's list, "
                         "[[flaky]] entries and splat scan: the same KTAP, exit 1 on a failure")

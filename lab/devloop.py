@@ -44,9 +44,12 @@ def with_kernel_args(tl: testlist.TestList, kernel_args: str) -> testlist.TestLi
 
 
 def run(arch: str, boot: str | None, tests: str, args: str | None,
-        kernel_args: str, selftests_src: Path | None = None) -> testrun.BootReport:
+        kernel_args: str, selftests_src: Path | None = None,
+        variant: str = "patched") -> testrun.BootReport:
     """selftests_src: a kernel tree (e.g. a git worktree of build/linux)
-    whose kvm selftests to run, built against the test kernel's headers."""
+    whose kvm selftests to run, built against the test kernel's headers.
+    variant: another kernel than the series' (e.g. vanilla, to see whether
+    a failure is the base's), with its own selftests build."""
     prof = profile.load(arch)
     tl = run_list(arch, boot, tests, args, kernel_args)
     bt = tl.boots[0]
@@ -55,8 +58,8 @@ def run(arch: str, boot: str | None, tests: str, args: str | None,
     tag = f"run-{os.getpid()}"
     initrd = paths.BUILD / f"initramfs-{arch}-{tag}.cpio.gz"
     try:
-        b, initrd, tl = testrun.build_arch(prof, tl, config=bt.config, dest=initrd,
-                                           selftests_src=src)
+        b, initrd, tl = testrun.build_arch(prof, tl, variant, config=bt.config,
+                                           dest=initrd, selftests_src=src)
         return testrun.run_boot(b, tl, initrd, bt, log_suffix=f"-{tag}")
     finally:
         initrd.unlink(missing_ok=True)
@@ -72,14 +75,14 @@ setsid cttyhack sh || sh
 
 
 def shell(arch: str, boot: str | None, kernel_args: str,
-          selftests_src: Path | None = None) -> int:
+          selftests_src: Path | None = None, variant: str = "patched") -> int:
     prof = profile.load(arch)
     tl = testlist.load(arch)
     bt = tl.boot(boot) if boot else tl.boots[0]
     tl = with_kernel_args(dataclasses.replace(tl, boots=(bt,)), kernel_args)
     bt = tl.boots[0]
     src = selftests.check_source(selftests_src) if selftests_src else None
-    b = testrun.test_build(prof, config=bt.config)
+    b = testrun.test_build(prof, variant, config=bt.config)
     with lanes.BUILD_LOCK:
         kernel.build(b)
         install = selftests.build(b, src=src)
