@@ -108,7 +108,16 @@ def test_the_cli_reads_run_and_shell_options():
     assert (a.arch, a.boot, a.test, a.args, a.kernel_args) == ("arm64", "vhe", "x,y", "", "a=1")
     assert cli.parser().parse_args(["run", "--boot", "tdp", "--test", "x"]).args is None
     s = cli.parser().parse_args(["shell"])
-    assert (s.arch, s.boot, s.kernel_args) == ("x86_64", None, "")
+    assert (s.arch, s.boot, s.kernel_args, s.variant) == ("x86_64", None, "", "patched")
+
+
+def test_run_and_shell_take_another_kernel():
+    a = cli.parser().parse_args(["run", "--boot", "tdp", "--test", "x", "--variant", "vanilla"])
+    assert a.variant == "vanilla"
+    assert cli.parser().parse_args(["shell", "--variant", "split-fill"]).variant == "split-fill"
+    prof = profile.load("arm64")
+    assert devloop.testrun.test_build(prof, "vanilla", config="pages-16k").name == \
+        "arm64-vanilla-debug-pages-16k"
 
 
 def test_run_without_a_boot_names_the_boots():
