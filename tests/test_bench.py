@@ -218,6 +218,9 @@ REAL_LINES = {
     "Executing from memory         : 0.842189463s\r\n": 0.842189463,
     "Enabling dirty logging instructions: 15790\r\n": 15790,
     "Iteration 1 clear dirty log instructions: 5297825\r\n": 5297825,
+    # selftests-dirty-log/0006, from the guest's console (-icount, arm64)
+    "Populate memory time: 0.423118112s\r\n": 0.423118112,
+    "Populate memory instructions: 202218379\r\n": 202218379,
     # access_tracking_perf_test -p of patches/x86-lockless-aging, as its
     # authors specify it (not yet seen on a console), and /proc/lock_stat's
     # line of a lock taken only for write, from the guest's console (the
