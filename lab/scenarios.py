@@ -59,6 +59,16 @@ class Metric:
     name: str
     regex: re.Pattern
     unit: str
+    stat: str = ""      # a KVM binary stat of the phase's stats line (regex matches it)
+
+    def value(self, hit: re.Match) -> float:
+        """A stats line (memstress_stats_print: "<phase> stats: a=+1 b=-2
+        c=3(peak)") names only the stats that changed: one it leaves out
+        did not move, 0."""
+        if not self.stat:
+            return float(hit.group(1))
+        got = re.search(rf"(?:^|\s){re.escape(self.stat)}=([+-]?\d+)", hit.group(1))
+        return float(got.group(1)) if got else 0.0
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,29 @@ def _side_table(kernels: tuple[str, ...]) -> datafile.Table:
                           label_key="label")
 
 
-METRIC = datafile.Table({"name": Key(str), "regex": Key(str),
+# A metric reads its value with a regex (group 1), or names a phase and a
+# KVM binary stat of that phase's stats line (dirty_log_perf_test -S,
+# execute_perf_test -S): a count.
+METRIC = datafile.Table({"name": Key(str), "regex": Key(str, ""),
+                         "phase": Key(str, ""), "stat": Key(str, ""),
                          "unit": Key(str, "s", choices=tuple(UNITS))})
+
+
+def _metric(m: dict, where: str) -> Metric:
+    if bool(m["phase"]) != bool(m["stat"]) or bool(m["regex"]) == bool(m["stat"]):
+        raise LabError(f"{where}: metric {m['name']!r}: give a regex, or a phase and a stat")
+    if m["stat"]:
+        if not re.fullmatch(r"[a-z0-9_]+", m["stat"]):
+            raise LabError(f"{where}: metric {m['name']!r}: {m['stat']!r} is no stat name")
+        return Metric(m["name"], re.compile(re.escape(m["phase"]) + r" stats:(.*)"),
+                      "count", m["stat"])
+    try:
+        rx = re.compile(m["regex"])
+    except re.error as e:
+        raise LabError(f"{where}: bad regex {m['regex']!r}: {e}") from e
+    if rx.groups < 1:
+        raise LabError(f"{where}: regex {m['regex']!r} captures no value")
+    return Metric(m["name"], rx, m["unit"])
 
 
 def _scenario_table(kernels: tuple[str, ...]) -> datafile.Table:
@@ -175,15 +206,7 @@ def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
     for i, raw in enumerate(data["scenario"], 1):
         s = datafile.check(data["defaults"] | raw, table, origin,
                            datafile.label("scenario", raw, i))
-        metrics = []
-        for m in s["metrics"]:
-            try:
-                rx = re.compile(m["regex"])
-            except re.error as e:
-                raise LabError(f"{origin}: {s['name']}: bad regex {m['regex']!r}: {e}") from e
-            if rx.groups < 1:
-                raise LabError(f"{origin}: {s['name']}: regex {m['regex']!r} captures no value")
-            metrics.append(Metric(m["name"], rx, m["unit"]))
+        metrics = [_metric(m, f"{origin}: {s['name']}") for m in s["metrics"]]
         group = re.compile(s["group_by"]) if s["group_by"] else None
         out.append(Scenario(topic, s["name"], s["arch"], s["command"], tuple(metrics),
                             s["repeats"], group, s["seed"], s["timeout"], s["level"],
@@ -236,5 +259,5 @@ def read_metrics(sc: Scenario, lines: list[str]) -> dict[tuple[str, str], list[f
         for m in sc.metrics:
             hit = m.regex.search(line)
             if hit:
-                values.setdefault((m.name, group), []).append(float(hit.group(1)) * UNITS[m.unit])
+                values.setdefault((m.name, group), []).append(m.value(hit) * UNITS[m.unit])
     return values

@@ -213,6 +213,7 @@ REAL_LINES = {
     "Enabling dirty logging time: 0.014101376s\r\n": 0.014101376,
     "Iteration 2 clear dirty log time: 0.005670896s\r\n": 0.005670896,
     "Iteration 1 dirty memory time: 0.400892656s\r\n": 0.400892656,
+    "Iteration 2 dirty memory time: 1.735685244s\r\n": 1.735685244,
     "Disabling dirty logging time: 0.000606592s\r\n": 0.000606592,
     "Populating memory             : 0.081057655s\r\n": 0.081057655,
     "Executing from memory         : 0.842189463s\r\n": 0.842189463,
@@ -230,6 +231,20 @@ REAL_LINES = {
     "vCPU wall time (slowest): 3.456789012s\r\n": 3.456789012,
     # arm64-aging/0004, from the guest's console (-icount, arm64)
     "Aging pass instructions (avg): 7312574\r\n": 7312574,
+    # selftests-mmu-bench (-S), from the guest's console (x86_64): a stats
+    # line names only what changed, so a stat it leaves out reads 0
+    "Populate memory stats: mmu_cache_miss=+263 pages_4k=+131089 max_mmu_rmap_size=127(peak)"
+    " pf_taken=+131089 pf_fixed=+131089 tlb_flush=+1 exits=+131532 io_exits=+1 irq_exits=+442"
+    " host_state_reload=+458 fpu_reload=+3 req_event=+1 preemption_reported=+60"
+    " preemption_other=+393\r\n": (131089, 127, 0),
+    "Iteration 1 dirty memory stats: remote_tlb_flush_requests=+20 mmu_shadow_zapped=+273"
+    " mmu_recycled=+273 mmu_cache_miss=+291 pages_4k=+9216 pf_taken=+131110 pf_fixed=+131110"
+    " tlb_flush=+20 exits=+131446 io_exits=+1 irq_exits=+335 host_state_reload=+234"
+    " fpu_reload=+3 preemption_reported=+38 preemption_other=+191\r\n": (131110, 0, 9216, 20),
+    "Disabling dirty logging stats:\r\n": 0,
+    "Executing from memory stats: pages_4k=+32768 pages_2m=-64 nx_lpage_splits=+64 pf_taken=+64"
+    " pf_fixed=+64 exits=+123 io_exits=+1 irq_exits=+58 host_state_reload=+12 fpu_reload=+3"
+    " preemption_reported=+7\r\n": (64, 32768),
     "                        &(kvm)->mmu_lock:             2              4        3771.00"
     "        7850.80       25673.12        6418.28             33           4146"
     "           0.65        6138.67       77036.39          18.58\r\n": (4, 4146),
@@ -521,3 +536,45 @@ def test_each_side_has_its_bar_against_the_baseline():
         ("arm64-split-skip-level/clear: clear (fill vs vanilla)", -22.9, ("vanilla", "fill")),
         ("arm64-split-skip-level/clear: clear (patched vs vanilla)", -51.9,
          ("vanilla", "patched"))]
+
+
+STATS = r'''
+topic = "s"
+[defaults]
+arch = "x86_64"
+command = "dirty_log_perf_test -S"
+[[scenario]]
+name = "faults"
+metrics = [ { name = "populate faults", phase = "Populate memory", stat = "pf_taken" },
+            { name = "populate fast faults", phase = "Populate memory", stat = "pf_fast" },
+            { name = "rmap", phase = "Populate memory", stat = "max_mmu_rmap_size" },
+            { name = "2M mappings", phase = "Populate memory", stat = "pages_2m" } ]
+'''
+
+
+def test_a_stat_metric_reads_its_phase_line_and_an_absent_stat_is_zero():
+    sc, = scenarios.parse(STATS, "bench/s.toml")
+    assert all(m.unit == "count" for m in sc.metrics)
+    lines = ["Populate memory time: 0.1s",
+             # another phase's line names pf_taken too: not this metric's
+             "Enabling dirty logging stats: pf_taken=+7",
+             "Populate memory stats: pages_4k=+4096 pages_2m=-3 max_mmu_rmap_size=127(peak) "
+             "pf_taken=+4100 pf_taken_x=+1"]
+    got = scenarios.read_metrics(sc, lines)
+    assert got[("populate faults", "")] == [4100]
+    assert got[("populate fast faults", "")] == [0]       # unchanged: not printed
+    assert got[("rmap", "")] == [127]
+    assert got[("2M mappings", "")] == [-3]
+
+
+@pytest.mark.parametrize("metric, error", [
+    ('{ name = "m", phase = "Populate memory" }', "give a regex, or a phase and a stat"),
+    ('{ name = "m", stat = "pf_taken" }', "give a regex, or a phase and a stat"),
+    ('{ name = "m", regex = "x (\\\\d+)", phase = "P", stat = "pf_taken" }',
+     "give a regex, or a phase and a stat"),
+    ('{ name = "m", phase = "P", stat = "pf taken" }', "is no stat name"),
+])
+def test_a_stat_metric_needs_its_phase_and_a_stat_name(metric, error):
+    text = STATS[:STATS.index("metrics = [")] + f"metrics = [ {metric} ]\n"
+    with pytest.raises(LabError, match=error):
+        scenarios.parse(text, "bench/s.toml")
