@@ -3,11 +3,15 @@
 A variant is the base plus patches, given one of two ways:
 - `upto = "<topic>/<patch file>"`: the series through that patch, for numbers
   per patch step (a cover letter's table: vanilla, the series up to the
-  patch that matters, the whole series);
+  patch that matters, the whole series); `upto = "series"` is all of it;
 - `patches = ["<dir>/<file>.patch", ...]`, under bench/before/: bench-only
   patches that put 6.12 back as it was before an optimization the base
   already has, to measure what that optimization changed. They are never in
   patches/series, never mailed.
+With `upto`, `breaks = ["<file>.patch", ...]` under bench/broken/ goes on
+top: a kernel with one behaviour broken on purpose, on which the test that
+guards that behaviour must fail (`make run VARIANT=<name> TEST=..`): how a
+test is shown to fail when its behaviour breaks, not only when it vanishes.
 
 Its source tree, build/variants/<name>/, is a clone of build/linux's base
 commit (objects hard-linked) with the patches applied by git am, as make
@@ -31,6 +35,8 @@ from lab.progress import LabError, exclusive, say
 BENCH = paths.ROOT / "bench"
 FILE_NAME = "variants.toml"
 BEFORE = "before"                     # bench/before/: the bench-only patches
+BROKEN = "broken"                     # bench/broken/: kernels a test must fail on
+WHOLE_SERIES = "series"               # upto: every patch of patches/series
 # lab/kernel.py's own variants (VARIANTS and CHECK): no declared variant
 # may take their names.
 RESERVED = ("vanilla", "patched", "check")
@@ -38,7 +44,7 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 STAMP = "lab-variant-inputs"          # in the tree's .git: the hash of what made it
 
 VARIANT = datafile.Table({"name": Key(str), "why": Key(str), "upto": Key(str, ""),
-                          "patches": Key([str], [])})
+                          "patches": Key([str], []), "breaks": Key([str], [])})
 FILE = datafile.Table({"variant": Key([VARIANT], [])})
 
 
@@ -54,6 +60,8 @@ class Variant:
 def _upto(upto: str, where: str, patches_dir: Path) -> tuple[tuple[Path, str], ...]:
     entries = series.load(patches_dir)
     paths_ = [e.path for e in entries]
+    if upto == WHOLE_SERIES:
+        return tuple((patches_dir / e.path, e.topic) for e in entries)
     if upto in paths_:
         return tuple((patches_dir / e.path, e.topic) for e in entries[:paths_.index(upto) + 1])
     topic = upto.split("/", 1)[0]
@@ -67,13 +75,14 @@ def _upto(upto: str, where: str, patches_dir: Path) -> tuple[tuple[Path, str], .
                    + listed)
 
 
-def _before(names: list[str], where: str, before_dir: Path) -> tuple[tuple[Path, str], ...]:
+def _files(names: list[str], key: str, where: str, folder: Path
+           ) -> tuple[tuple[Path, str], ...]:
     out = []
     for n in names:
-        f = before_dir / n
+        f = folder / n
         if Path(n).is_absolute() or ".." in Path(n).parts or not f.is_file():
-            raise LabError(f"{where}: patches: {datafile.origin(f)} is not a file under "
-                           f"{datafile.origin(before_dir)}/")
+            raise LabError(f"{where}: {key}: {datafile.origin(f)} is not a file under "
+                           f"{datafile.origin(folder)}/")
         out.append((f, ""))
     return tuple(out)
 
@@ -95,8 +104,8 @@ def _check_name(name: str, where: str, configs: Path) -> None:
 
 
 def parse(text: str, origin: str, patches_dir: Path = paths.PATCHES,
-          before_dir: Path = BENCH / BEFORE, configs: Path = paths.CONFIGS
-          ) -> dict[str, Variant]:
+          before_dir: Path = BENCH / BEFORE, configs: Path = paths.CONFIGS,
+          broken_dir: Path = BENCH / BROKEN) -> dict[str, Variant]:
     data = datafile.parse(text, FILE, origin)
     out: dict[str, Variant] = {}
     for i, v in enumerate(data["variant"], 1):
@@ -110,8 +119,12 @@ def parse(text: str, origin: str, patches_dir: Path = paths.PATCHES,
             raise LabError(f"{where}: give exactly one of 'upto' (the series through one of "
                            f"its patches) and 'patches' (files under "
                            f"{datafile.origin(before_dir)}/)")
-        patches = (_upto(v["upto"], where, patches_dir) if v["upto"]
-                   else _before(v["patches"], where, before_dir))
+        if v["breaks"] and not v["upto"]:
+            raise LabError(f"{where}: 'breaks' goes on top of 'upto' (e.g. upto = "
+                           f"{WHOLE_SERIES!r}, the whole series)")
+        patches = (_upto(v["upto"], where, patches_dir)
+                   + _files(v["breaks"], "breaks", where, broken_dir) if v["upto"]
+                   else _files(v["patches"], "patches", where, before_dir))
         out[v["name"]] = Variant(v["name"], v["why"].strip(), patches)
     return out
 
@@ -124,7 +137,7 @@ def load(bench: Path = BENCH, patches_dir: Path | None = None,
     if not f.exists():
         return {}
     return parse(f.read_text(), datafile.origin(f), patches_dir or paths.PATCHES,
-                 bench / BEFORE, configs)
+                 bench / BEFORE, configs, bench / BROKEN)
 
 
 def get(name: str) -> Variant:

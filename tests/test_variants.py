@@ -30,6 +30,8 @@ def dirs(tmp_path):
     bench = tmp_path / "bench"
     (bench / "before" / "split-on-fault").mkdir(parents=True)
     (bench / "before" / "split-on-fault" / "0001-zap-again.patch").write_text("zap\n")
+    (bench / "broken").mkdir()
+    (bench / "broken" / "aging-always-old.patch").write_text("old\n")
     configs = tmp_path / "configs"
     configs.mkdir()
     (configs / "kasan.config").write_text("")
@@ -38,7 +40,8 @@ def dirs(tmp_path):
 
 def parse(text, dirs):
     patches, bench, configs = dirs
-    return variants.parse(text, "bench/variants.toml", patches, bench / "before", configs)
+    return variants.parse(text, "bench/variants.toml", patches, bench / "before", configs,
+                          bench / "broken")
 
 
 def test_upto_is_the_series_through_that_patch_with_topics(dirs):
@@ -59,6 +62,15 @@ def test_patches_are_bench_only_files_under_before_without_a_topic(dirs):
     v = parse('[[variant]]\nname = "before-split"\nwhy = "6.12 zapping again"\n'
               'patches = ["split-on-fault/0001-zap-again.patch"]\n', dirs)["before-split"]
     assert v.patches == ((bench / "before/split-on-fault/0001-zap-again.patch", ""),)
+
+
+def test_breaks_go_on_top_of_the_whole_series(dirs):
+    patches, bench, _ = dirs
+    v = parse('[[variant]]\nname = "broken-old"\nwhy = "aging says old"\n'
+              'upto = "series"\nbreaks = ["aging-always-old.patch"]\n', dirs)["broken-old"]
+    assert [p for p, _ in v.patches] == [patches / e.path for e in series.load(patches)] + [
+        bench / "broken/aging-always-old.patch"]
+    assert v.patches[-1][1] == "" and v.patches[0][1] == "arm64-split-skip-level"
 
 
 def test_no_file_no_variants(tmp_path):
@@ -84,6 +96,12 @@ UPTO = 'upto = "arm64-split-skip-level/0001-KVM-arm64-Add-walk-flags.patch"'
     (V.format(name="x", rest=UPTO + '\npatches = ["split-on-fault/0001-zap-again.patch"]'),
      "give exactly one of 'upto'"),
     (V.format(name="x", rest='patches = []'), "give exactly one of 'upto'"),
+    (V.format(name="x", rest='patches = ["split-on-fault/0001-zap-again.patch"]\n'
+                             'breaks = ["aging-always-old.patch"]'),
+     r"'breaks' goes on top of 'upto' \(e.g. upto = 'series', the whole series\)$"),
+    (V.format(name="x", rest=UPTO + '\nbreaks = ["aging-always-young.patch"]'),
+     r"'x': breaks: .*bench/broken/aging-always-young.patch is not a file under "
+     r".*bench/broken/$"),
     ('[[variant]]\nname = "x"\n' + UPTO + "\n", r"\[\[variant\]\] 'x': missing key 'why'$"),
     ('[[variant]]\nname = "x"\nwhy = " "\n' + UPTO + "\n", "'why' is empty"),
     (V.format(name="x", rest=UPTO + '\nup_to = "y"'),
