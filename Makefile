@@ -106,6 +106,9 @@ shell:
 list:
 	@$(LAB) list
 
+# tree: build/linux is the series' selftests (their source and headers) and
+# the base commit the vanilla kernel and every variant of bench/variants.toml
+# are made from; venv: matplotlib for change.png.
 bench: deps venv tree
 	@$(VLAB) bench --level $(BENCH) $(foreach s,$(SCENARIO),--scenario $(s))
 

@@ -7,6 +7,7 @@ from lab import bench, benchplot, scenarios
 SCENARIOS = r'''
 topic = "t"
 [[scenario]]
+level = "full"
 name = "aging"
 arch = "x86_64"
 command = "access_tracking_perf_test -p"
@@ -17,18 +18,21 @@ metrics = [
   { name = "vCPU wall time (slowest)", regex = 'wall: (\d+\.\d+)s' },
 ]
 [[scenario]]
+level = "full"
 name = "split"
 arch = "x86_64"
 command = "x"
 seed = "execute 2.90 s (zap, before) -> 0.112 s (split) (-96 %); populate 2.75 -> 2.73 s"
 metrics = [ { name = "populate", regex = 'p: (\d+)' }, { name = "execute", regex = 'e: (\d+)' } ]
 [[scenario]]
+level = "full"
 name = "percent"
 arch = "arm64"
 command = "x"
 seed = "-35.47 % (stdev 5.63 %)"
 metrics = [ { name = "enable", regex = 'e: (\d+)' } ]
 [[scenario]]
+level = "full"
 name = "none"
 arch = "x86_64"
 command = "x"

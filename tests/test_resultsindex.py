@@ -40,7 +40,7 @@ def test_the_newest_runs_picture_is_the_latest_one(tmp_path):
 
 def test_a_run_saved_without_a_picture_gets_one_drawn(tmp_path):
     from lab import scenarios
-    [sc] = scenarios.parse('[[scenario]]\nname = "enable"\narch = "arm64"\ncommand = "x"\n'
+    [sc] = scenarios.parse('[[scenario]]\nlevel = "full"\nname = "enable"\narch = "arm64"\ncommand = "x"\n'
                            'metrics = [ { name = "enable", regex = "e: (\\\\d+)" } ]\n', "t.toml")
     (tmp_path / "2026-11-23/qemu-2").mkdir(parents=True)
     (tmp_path / "2026-11-23/qemu-2/results.json").write_text(json.dumps(RUN))
