@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import (benchplot, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
+from lab import (benchplot, benchreport, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
                  selftests, stats)
 from lab.kernel import Build
 from lab.progress import LabError, say
@@ -271,75 +271,31 @@ def run_qemu(scs: list[Scenario]) -> Results:
     return res
 
 
-def _fmt(x: float) -> str:
-    # times are seconds; counts (instructions) are large and whole
-    return f"{x:.4f}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}"
-
-
-def _side_cells(xa: list[float], xb: list[float]) -> list[str]:
-    """A side's columns against the baseline's values: mean ± sd (n),
-    change, vs noise."""
-    if not xa or not xb:
-        return [f"n={len(xb)}", "-", "missing data"]
-    c = stats.compare(xa, xb)
-    return [f"{_fmt(c.b_mean)} ± {_fmt(c.b_stdev)} ({c.b_n})", f"{c.change_pct:+.1f} %",
-            c.verdict]
-
-
-def report(scs: list[Scenario], res: Results, sides: tuple[str, ...] | None = None) -> str:
-    """Markdown: one table per list of sides (the baseline first, each other
-    side's mean, change and noise judgement against it), then errors and the
-    harness's own phases. sides overrides the scenarios' labels (for two
-    saved native runs, "A" and "B")."""
-    tables: dict[tuple[str, ...], list[str]] = {}
-    for sc in scs:
-        labels = sides or sc.labels
-        a, others = labels[0], labels[1:]
-        rows = tables.setdefault(labels, [])
-        cells = res.values.get(sc.key, {})
-        name = sc.key if sc.clock == "host" or sides else f"{sc.key} ({sc.clock})"
-        if not cells:
-            rows.append(f"| {name} | - | - | - | " + "- | - | no data | " * len(others)
-                        + f"{sc.seed} |")
-        for (metric, group), by_side in sorted(cells.items()):
-            xa = by_side.get(a, [])
-            compared = [b for b in others if by_side.get(b)]
-            base = (f"{_fmt(stats.mean(xa))} ± {_fmt(stats.stdev(xa))} ({len(xa)})"
-                    if xa and compared else f"n={len(xa)}")
-            cols = [base] + [x for b in others for x in _side_cells(xa, by_side.get(b, []))]
-            rows.append(f"| {name} | {metric} | {group} | " + " | ".join(cols)
-                        + f" | {sc.seed} |")
-    out = []
-    for labels, rows in tables.items():
-        if out:
-            out.append("")
-        a, others = labels[0], labels[1:]
-        out += [f"| scenario | metric | case | {a} mean ± sd (n) | "
-                + "".join(f"{b} mean ± sd (n) | change | vs noise | " for b in others)
-                + "seed |", "|---" * (5 + 3 * len(others)) + "|", *rows]
-    if not sides and any(sc.clock == "icount" for sc in scs):
-        out += ["", "(icount): QEMU ran with -icount shift=0 and one vCPU: the guest's clock "
-                "counts the instructions it emulates, 1 ns each, and an instruction counter "
-                "is exact: a repeatable count of work, not a time on any real CPU."]
-    errs = [f"- {k}: {e}" for k, es in res.errors.items() for e in es]
-    if errs:
-        out += ["", "Errors (cells above lack these runs):", *errs]
-    if res.phases:
-        out += ["", "| phase | wall time (s) | QEMU peak RSS (MiB) |", "|---|---|---|"]
-        out += [f"| {w} | {s:.0f} | {r >> 10 if r else '-'} |" for w, s, r in res.phases]
-    return "\n".join(out) + "\n"
-
-
 def write(scs: list[Scenario], res: Results, out: Path,
           sides: tuple[str, ...] | None = None) -> str:
     """report.md, results.json (with each scenario's sides, the baseline
     first, for the index) and change.png in out."""
     out.mkdir(parents=True, exist_ok=True)
-    text = report(scs, res, sides)
+    text = benchreport.render(scs, res, sides)
     (out / "results.json").write_text(json.dumps(
         {"scenarios": [s.key for s in scs],
          "sides": {s.key: list(sides or s.labels) for s in scs}, **res.to_json()},
         indent=1) + "\n")
     (out / "report.md").write_text(text)
     benchplot.draw(benchplot.bars(scs, res, sides), out / "change.png")
+    return text
+
+
+def rewrite(run: Path, known: list[Scenario]) -> str:
+    """report.md and change.png of a saved run again, from its results.json,
+    with today's report code and the scenarios of bench/ (known): a run's
+    figures stay as measured, what the report says of them follows the code."""
+    data = json.loads((run / "results.json").read_text())
+    by_key = {s.key: s for s in known}
+    scs = [by_key[k] for k in data.get("scenarios", []) if k in by_key]
+    sides = ("A", "B") if run.name.startswith("compare-") else None
+    res = Results.from_json(data)
+    text = benchreport.render(scs, res, sides)
+    (run / "report.md").write_text(text)
+    benchplot.draw(benchplot.bars(scs, res, sides), run / "change.png")
     return text

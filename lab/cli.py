@@ -131,6 +131,16 @@ def cmd_results_index(args):
     say(f"results-index: wrote {resultsindex.write()}")
 
 
+def cmd_bench_report(args):
+    known = scenarios.load_all()
+    for run in args.run:
+        if not (Path(run) / "results.json").is_file():
+            raise LabError(f"bench-report: {run} holds no results.json of a bench run")
+        bench.rewrite(Path(run), known)
+        say(f"bench-report: wrote {Path(run) / 'report.md'} and change.png")
+    say(f"bench-report: index {resultsindex.write()}")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -200,6 +210,10 @@ def parser() -> argparse.ArgumentParser:
     pa.set_defaults(fn=cmd_parse)
     sub.add_parser("results-index", help="write results/README.md, the index of the saved "
                    "bench runs, from their results.json").set_defaults(fn=cmd_results_index)
+    br = sub.add_parser("bench-report", help="write a saved bench run's report.md and "
+                        "change.png again from its results.json, with today's report code")
+    br.add_argument("run", nargs="+", help="a run directory, e.g. results/<date>/qemu-<time>")
+    br.set_defaults(fn=cmd_bench_report)
     ls = sub.add_parser("list", help="the boots and tests of each arch's list")
     ls.add_argument("--arch", action="append", choices=profile.arches())
     ls.set_defaults(fn=cmd_list)

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from lab import bench, profile, scenarios
+from lab import bench, benchreport, profile, scenarios, stats
 from lab.progress import LabError
 
 SCENARIOS = r'''
@@ -139,9 +139,15 @@ def test_runs_are_averaged_compared_and_reported():
             bench.record_run(res, enable, v, lines, rc, "boot")
     cell = res.values["t/enable"][("clear dirty log", "PA-bits:40,  VA-bits:48,  4K pages")]
     assert cell["vanilla"] == [0.002, 0.002]          # the mean of iterations 1 and 2
-    text = bench.report([enable, other], res)
+    text = benchreport.render([enable, other], res)
     assert "| t/enable | enable dirty logging | PA-bits:40,  VA-bits:48,  4K pages |" in text
-    assert "-50.0 % | faster | -35 % (seed) |" in text
+    assert "-50.0 % | faster |  |" in text
+    # the seed is the scenario's: on its first row alone
+    assert text.count("-35 % (seed)") == 1
+    assert "| t/enable | clear dirty log | PA-bits:40,  VA-bits:48,  4K pages |" in text.split(
+        "-35 % (seed)")[0].splitlines()[-1]
+    # the same clear times in every boot of each side: exact, the difference as it is
+    assert " | 0.0020 ± 0.0000 (2) | 0.0020 ± 0.0000 (2) | 0 | exact |" in text
     assert "| t/other | - | - | - | - | - | no data |" in text
 
 
@@ -244,7 +250,7 @@ def test_report_has_a_table_per_pair_of_sides():
         for x in xs:
             bench.record_run(res, disable, label, [f"Disabling dirty logging time: {x:.9f}s"],
                              0, "boot")
-    text = bench.report([disable, also, kernels], res)
+    text = benchreport.render([disable, also, kernels], res)
     assert "| scenario | metric | case | shadow MMU mean ± sd (n) | TDP MMU mean ± sd (n) |" in text
     assert "| x/disable | disable |  | 4.1000 ± 0.1414 (2) | 3.0500 ± 0.0707 (2) | -25.6 % |" in text
     assert "| scenario | metric | case | vanilla mean ± sd (n) | patched mean ± sd (n) |" in text
@@ -343,7 +349,7 @@ def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
     for sc in (wall, counted):
         for side, x in (("vanilla", 0.02), ("patched", 0.01)):
             bench.record_run(res, sc, side, [f"Enabling dirty logging time: {x:.9f}s"], 0, "b")
-    text = bench.report([wall, counted], res)
+    text = benchreport.render([wall, counted], res)
     assert "| c/wall | enable |" in text and "| c/counted (icount) | enable |" in text
     assert "(icount): QEMU ran with -icount shift=0 and one vCPU" in text
 
@@ -639,3 +645,77 @@ def test_a_run_builds_only_the_kernels_its_sides_boot():
     sc, = scenarios.select(scenarios.load_all(), ["x86-split-on-fault/execute-hugetlb-icount"])
     assert bench.kernels(bench.boot_plan([sc])) == [("before-split-on-fault", ()), ("vanilla", ())]
     assert bench.TESTS_OF not in bench.kernels(bench.boot_plan([sc]))
+
+
+EXACT = r'''
+topic = "x"
+[[scenario]]
+name = "execute"
+arch = "x86_64"
+clock = "icount"
+exact_counts = true
+command = "execute_perf_test -S"
+seed = "execute 2.90 s (zap, before) -> 0.112 s (split) (-96 %)"
+sides = [ { label = "before", kernel = "vanilla", cmdline = "kvm.a=1" },
+          { label = "6.12", kernel = "vanilla" } ]
+metrics = [ { name = "execute", regex = 'Executing from memory\s*: (\d+\.\d+)s' },
+            { name = "faults", phase = "Executing from memory", stat = "pf_taken" },
+            { name = "fast faults", phase = "Executing from memory", stat = "pf_fast" } ]
+'''
+
+
+def test_exact_values_read_as_exact_and_a_zero_baseline_as_a_difference():
+    """qemu-100135's cells: counts declared exact with one boot a side, a
+    time the same in both boots of each side, fast faults 0 -> 1570."""
+    sc, = scenarios.parse(EXACT, "bench/x.toml")
+    res = bench.Results()
+    for label, t, faults, fast in (("before", 0.182137, 32768, 0), ("6.12", 0.006124, 64, 1570)):
+        for _ in range(2 if label == "before" else 1):
+            bench.record_run(res, sc, label, [
+                f"Executing from memory : {t:.9f}s",
+                f"Executing from memory stats: pf_taken=+{faults}"
+                + (f" pf_fast=+{fast}" if fast else "")], 0, "boot")
+    bench.record_run(res, sc, "6.12", ["Executing from memory : 0.006124000s",
+                                      "Executing from memory stats: pf_taken=+64 pf_fast=+1570"],
+                     0, "boot")
+    text = benchreport.render([sc], res)
+    rows = {r.split(" | ")[1]: r for r in text.splitlines() if r.startswith("| x/execute")}
+    assert rows["faults"].endswith("| 32768 ± 0 (2) | 64 ± 0 (2) | -32704 (-99.8 %) | exact |  |")
+    assert "| 0 ± 0 (2) | 1570 ± 0 (2) | +1570 | exact |" in rows["fast faults"]
+    assert "| -0.176013 s (-96.6 %) | exact |" in rows["execute"]
+    assert "nan %" not in text and not any("noise" in r for r in rows.values())
+    assert text.count("(-96 %)") == 1
+    assert "Counts (KVM statistics" in text and "emulated time" in text
+
+
+def test_one_boot_a_side_has_no_noise_estimate():
+    sc, = scenarios.parse(EXACT.replace("exact_counts = true\n", ""), "bench/x.toml")
+    res = bench.Results()
+    for label, faults in (("before", 32768), ("6.12", 64)):
+        bench.record_run(res, sc, label, [f"Executing from memory stats: pf_taken=+{faults}"],
+                         0, "boot")
+    text = benchreport.render([sc], res)
+    assert "| 32768 ± 0 (1) | 64 ± 0 (1) | -99.8 % | no noise estimate (1 run) |" in text
+
+
+def test_a_change_beyond_noise_never_reads_zero_percent():
+    # qemu-100135, rmap iteration 2: 54 us more of 0.2871 s, the boots a few ns apart
+    c = stats.compare([0.287091407, 0.287091407, 0.287091409],
+                      [0.287145154, 0.287145155, 0.287145161])
+    assert benchreport.change_cell(c, scenarios.EMULATED_TIME) == "+0.019 %"
+    assert c.verdict == "slower"
+    assert benchreport.fmt_pct(0.0) == "+0.0 %" and benchreport.fmt_pct(-96.66) == "-96.7 %"
+
+
+def test_a_saved_run_is_reported_again_from_its_results_json(tmp_path):
+    sc, = scenarios.parse(EXACT, "bench/x.toml")
+    res = bench.Results()
+    for label, faults in (("before", 32768), ("6.12", 64)):
+        bench.record_run(res, sc, label, [f"Executing from memory stats: pf_taken=+{faults}"],
+                         0, "boot")
+    run = tmp_path / "qemu-100135"
+    bench.write([sc], res, run)
+    (run / "report.md").write_text("| old | +nan % | within noise |\n")
+    text = bench.rewrite(run, [sc])
+    assert (run / "report.md").read_text() == text == benchreport.render([sc], res)
+    assert "-32704 (-99.8 %) | exact |" in text
