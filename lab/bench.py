@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import (benchplot, benchreport, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
+from lab import (benchplot, benchreport, benchtime, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
                  selftests, stats)
 from lab.kernel import Build
 from lab.progress import LabError, say
@@ -33,6 +33,9 @@ class Results:
         lambda: defaultdict(list))))
     errors: dict = field(default_factory=lambda: defaultdict(list))
     phases: list = field(default_factory=list)     # (what, seconds, qemu peak RSS KiB)
+    # a boot's phase (what) -> the scenario sides it ran (benchtime.run_name):
+    # what later runs estimate their time left from
+    boot_runs: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -42,6 +45,7 @@ class Results:
             "errors": dict(self.errors),
             "phases": [{"what": w, "seconds": round(s, 1), "qemu_peak_rss_kib": r}
                        for w, s, r in self.phases],
+            "boot_runs": self.boot_runs,
         }
 
     @classmethod
@@ -56,6 +60,7 @@ class Results:
             r.errors[k] = list(errs)
         r.phases = [(p["what"], p["seconds"], p.get("qemu_peak_rss_kib", 0))
                     for p in data.get("phases", [])]
+        r.boot_runs = dict(data.get("boot_runs", {}))
         return r
 
     @classmethod
@@ -225,8 +230,91 @@ def kernels(plan: dict[BootKey, list]) -> list[tuple[str, tuple[str, ...]]]:
     return list(dict.fromkeys((k[0], k[3]) for k in plan))
 
 
+@dataclass(frozen=True)
+class Boot:
+    """One boot of a run: its arch, repeat, index in the arch's plan, key,
+    and the scenario sides it runs."""
+    arch: str
+    repeat: int
+    index: int
+    key: BootKey
+    todo: list
+
+    @property
+    def runs(self) -> list[str]:
+        return [benchtime.run_name(sc, side) for sc, side in self.todo]
+
+    @property
+    def description(self) -> str:
+        return benchtime.boot_description(build_name(self.arch, self.key), self.key)
+
+
+def build_name(arch: str, key: BootKey) -> str:
+    return Build(profile.load(arch), key[0], debug=False, extra=key[3]).name
+
+
+def boots(scs: list[Scenario]) -> list[Boot]:
+    """Every boot of a run, in order: arch by arch, each arch's schedule."""
+    return [Boot(arch, r, i, key, todo) for arch in sorted({sc.arch for sc in scs})
+            for r, i, key, todo in schedule(boot_plan([s for s in scs if s.arch == arch]))]
+
+
+def described(data: dict, known: list[Scenario]) -> dict[str, list[str]]:
+    """A saved run's boots by description -> the runs each carried, by
+    today's scenarios (for results.json saved before boot_runs)."""
+    by_key = {s.key: s for s in known}
+    scs = [by_key[k] for k in data.get("scenarios", []) if k in by_key]
+    out: dict[str, list[str]] = {}
+    for b in boots(scs):
+        out.setdefault(b.description, b.runs)
+    return out
+
+
+def progress(j: int, every: list[Boot], scs: list[Scenario], clock: benchtime.Clock) -> str:
+    """Before boot j of every: which boot and scenarios of how many, and the
+    time the run's boots have left by estimate."""
+    order = {sc.key: n for n, sc in enumerate(scs, 1)}
+    mine = sorted({order[sc.key] for sc, _ in every[j].todo})
+    left = clock.left([b.runs for b in every[j:]])
+    return (f"boot {j + 1} of {len(every)}, scenario{'s' if len(mine) > 1 else ''} "
+            f"{', '.join(map(str, mine))} of {len(scs)}; about {benchtime.minutes(left)} "
+            "of boots left")
+
+
+def plan_text(scs: list[Scenario], known: list[Scenario]) -> str:
+    """make bench's plan without running it: kernels, boots and the time
+    they take by the runs saved in results/."""
+    every = boots(scs)
+    clock = benchtime.Clock(benchtime.history(lambda d: described(d, known)))
+    built = benchtime.builds()
+    lines = [f"{len(scs)} scenarios, {len(every)} boots"]
+    for sc in scs:
+        mine = [benchtime.run_name(sc, side) for b in every for s, side in b.todo if s is sc]
+        lines.append(f"  {sc.key}: {len(mine)} runs in boots, about "
+                     f"{benchtime.minutes(sum(map(clock.run, mine)))}")
+    warm = cold = 0.0
+    for arch in sorted({sc.arch for sc in scs}):
+        for k in kernels(boot_plan([s for s in scs if s.arch == arch])):
+            name = build_name(arch, (k[0], "", "", k[1], ""))
+            fast = benchtime.warm_build(name, built)
+            slow = max(built.get(name, [fast]))
+            warm, cold = warm + fast, cold + slow
+            lines.append(f"kernel {name}: warm about {fast:.0f} s; slowest recorded {slow:.0f} s")
+    boots_s = clock.left([b.runs for b in every])
+    lines.append(f"boots: about {benchtime.minutes(boots_s)} by earlier runs; with the kernel "
+                 f"builds: {benchtime.minutes(boots_s + warm)} warm, "
+                 f"{benchtime.minutes(boots_s + cold)} at their slowest recorded (the "
+                 "selftests' build apart)")
+    return "\n".join(lines) + "\n"
+
+
 def run_qemu(scs: list[Scenario]) -> Results:
     res = Results()
+    every = boots(scs)
+    clock = benchtime.Clock(benchtime.history(lambda d: described(d, scenarios.load_all())))
+    say(f"bench: {len(scs)} scenarios in {len(every)} boots, about "
+        f"{benchtime.minutes(clock.left([b.runs for b in every]))} of boots by earlier runs "
+        "(kernel builds apart)")
     for arch in sorted({sc.arch for sc in scs}):
         prof = profile.load(arch)
         mine = [s for s in scs if s.arch == arch]
@@ -244,26 +332,31 @@ def run_qemu(scs: list[Scenario]) -> Results:
             t0 = time.monotonic()
             kernel.headers(tests_of)
             res.phases.append((f"headers {tests_of.name}", time.monotonic() - t0, 0))
+        t0 = time.monotonic()
         selftests.build(tests_of)
+        res.phases.append((f"selftests {tests_of.name}", time.monotonic() - t0, 0))
         files = sorted({shlex.split(side.command)[0] for s in mine for side in s.sides})
         repeats = max(s.repeats for s in mine)
-        for r, i, (variant, cmdline, clock, config, cpu), todo in schedule(plan):
+        for boot in (b for b in every if b.arch == arch):
+            r, i, todo = boot.repeat, boot.index, boot.todo
+            variant, cmdline, clk_name, config, cpu = boot.key
             b = builds[(variant, config)]
             initrd = initramfs.pack(b, files, [], {"bench": guest_script(todo)},
                                     paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
                                     "bench/", selftests_of=tests_of)
-            where = (f"{b.name} [{cmdline}]" + (f" {clock} clock" if clock != "host" else "")
-                     + (f" -cpu {cpu}" if cpu else "")
-                     + f" boot {r + 1}/{repeats}")
+            where = boot.description.removeprefix("boot ") + f" boot {r + 1}/{repeats}"
             log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
             budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
+            say(f"bench {progress(every.index(boot), every, scs, clock)}")
             say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
                 + f" (log {log})")
-            clk = scenarios.CLOCKS[clock]
+            clk = scenarios.CLOCKS[clk_name]
             argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
                                   clk.qemu_args, clk.smp, cpu=cpu)
             con = qemu.run(argv, budget, log, markers.DONE)
             res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
+            res.boot_runs[f"boot {where}"] = boot.runs
+            clock.record(boot.runs, con.seconds)
             sections = split_console(con.lines)
             for s, side in todo:
                 out, rc = sections.get(section(s, side), (None, None))

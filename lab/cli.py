@@ -100,7 +100,11 @@ def cmd_list(args):
 
 
 def cmd_bench(args):
-    scs = scenarios.select(scenarios.load_all(), args.scenario, args.level)
+    known = scenarios.load_all()
+    scs = scenarios.select(known, args.scenario, args.level)
+    if args.plan:
+        print(bench.plan_text(scs, known), end="")
+        return 0
     say(f"bench: {len(scs)} scenario(s): {', '.join(s.key for s in scs)}")
     res = bench.run_qemu(scs)
     out = bench.out_dir("qemu")
@@ -157,6 +161,8 @@ def parser() -> argparse.ArgumentParser:
                         "by default)")
     bn.add_argument("--level", choices=("quick", "default", "full"), default="default")
     bn.add_argument("--scenario", action="append", help="topic/name or name (default: all)")
+    bn.add_argument("--plan", action="store_true", help="print the kernels, the boots and "
+                    "their time by the runs saved in results/, and run nothing")
     bn.set_defaults(fn=cmd_bench)
     nat = sub.add_parser("bench-native", help="run the scenarios on this host's /dev/kvm")
     nat.add_argument("--label", required=True)
