@@ -308,10 +308,12 @@ def plan_text(scs: list[Scenario], known: list[Scenario]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_qemu(scs: list[Scenario]) -> Results:
+def run_qemu(scs: list[Scenario], known: list[Scenario]) -> Results:
+    """scs in QEMU; known: every scenario of bench/, to read the saved runs
+    the time left is estimated from."""
     res = Results()
     every = boots(scs)
-    clock = benchtime.Clock(benchtime.history(lambda d: described(d, scenarios.load_all())))
+    clock = benchtime.Clock(benchtime.history(lambda d: described(d, known)))
     say(f"bench: {len(scs)} scenarios in {len(every)} boots, about "
         f"{benchtime.minutes(clock.left([b.runs for b in every]))} of boots by earlier runs "
         "(kernel builds apart)")
@@ -327,7 +329,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
         # One set of selftest binaries for every kernel, from the series: the
         # kernel (or its command line) is what is compared, and the series may
         # add test options. They need the patched tree's headers, not its kernel.
-        tests_of = builds.get(TESTS_OF) or Build(prof, TESTS_OF[0], debug=False, extra=TESTS_OF[1])
+        tests_of = builds.get(TESTS_OF) or Build(prof, TESTS_OF[0], False, TESTS_OF[1])
         if TESTS_OF not in builds:
             t0 = time.monotonic()
             kernel.headers(tests_of)
@@ -337,7 +339,9 @@ def run_qemu(scs: list[Scenario]) -> Results:
         res.phases.append((f"selftests {tests_of.name}", time.monotonic() - t0, 0))
         files = sorted({shlex.split(side.command)[0] for s in mine for side in s.sides})
         repeats = max(s.repeats for s in mine)
-        for boot in (b for b in every if b.arch == arch):
+        for j, boot in enumerate(every):
+            if boot.arch != arch:
+                continue
             r, i, todo = boot.repeat, boot.index, boot.todo
             variant, cmdline, clk_name, config, cpu = boot.key
             b = builds[(variant, config)]
@@ -347,7 +351,7 @@ def run_qemu(scs: list[Scenario]) -> Results:
             where = boot.description.removeprefix("boot ") + f" boot {r + 1}/{repeats}"
             log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
             budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
-            say(f"bench {progress(every.index(boot), every, scs, clock)}")
+            say(f"bench {progress(j, every, scs, clock)}")
             say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
                 + f" (log {log})")
             clk = scenarios.CLOCKS[clk_name]

@@ -106,7 +106,7 @@ def cmd_bench(args):
         print(bench.plan_text(scs, known), end="")
         return 0
     say(f"bench: {len(scs)} scenario(s): {', '.join(s.key for s in scs)}")
-    res = bench.run_qemu(scs)
+    res = bench.run_qemu(scs, known)
     out = bench.out_dir("qemu")
     print(bench.write(scs, res, out), end="")
     say(f"bench: results in {out}; index {resultsindex.write()}")

@@ -76,3 +76,40 @@ def test_make_bench_default_fits_in_20_minutes_warm_by_the_saved_runs():
     total = (clock.left([b.runs for b in bench.boots(default)])
              + sum(benchtime.warm_build(k, built) for k in kernels))
     assert total == pytest.approx(16 * 60, abs=3 * 60) and total < 18 * 60
+
+
+def test_a_run_builds_its_sides_kernels_the_patched_headers_and_says_where_it_is(
+        monkeypatch, capsys, tmp_path):
+    """run_qemu with the builds and QEMU replaced: make bench
+    SCENARIO=x86-split-on-fault/execute-hugetlb-icount builds the before and
+    vanilla kernels, only the patched tree's headers, and prints each boot's
+    place and the time left."""
+    from lab import initramfs, kernel, qemu, selftests
+    known = scenarios.load_all()
+    sc, = scenarios.select(known, ["x86-split-on-fault/execute-hugetlb-icount"])
+    done = []
+    monkeypatch.setattr(kernel, "build", lambda b: done.append(("kernel", b.name)))
+    monkeypatch.setattr(kernel, "headers", lambda b: done.append(("headers", b.name)))
+    monkeypatch.setattr(selftests, "build", lambda b: done.append(("selftests", b.name)))
+    monkeypatch.setattr(initramfs, "pack", lambda *a, **k: tmp_path / "initrd")
+    monkeypatch.setattr(bench.paths, "LOGS", tmp_path)
+
+    def boot(argv, budget, log, marker):
+        key = sc.key
+        faults = 32768 if "before" in str(argv) else 64
+        return qemu.Console(lines=[f"{bench.BEGIN} {key}\n",
+                                   "Executing from memory         : 0.182089871s\n",
+                                   f"Executing from memory stats: pf_taken=+{faults}\n",
+                                   "Populating memory             : 0.287886544s\n",
+                                   f"{bench.END} {key} rc=0\n"], outcome=qemu.ENDED, seconds=9.0)
+    monkeypatch.setattr(qemu, "run", boot)
+    res = bench.run_qemu([sc], known)
+    assert done == [("kernel", "x86_64-before-split-on-fault"), ("kernel", "x86_64-vanilla"),
+                    ("headers", "x86_64-patched"), ("selftests", "x86_64-patched")]
+    err = capsys.readouterr().err
+    assert "bench: 1 scenarios in 6 boots, about " in err
+    assert "bench boot 1 of 6, scenario 1 of 1; about " in err
+    assert "bench boot 6 of 6, scenario 1 of 1; about 9 s of boots left" in err
+    assert res.boot_runs["boot x86_64-vanilla [hugepagesz=2M hugepages=300 kvm.nx_huge_pages=Y "
+                         "kvm.tdp_mmu=Y] icount clock boot 3/3"] == [f"{sc.key}:6.12 TDP MMU"]
+    assert res.values[sc.key][("execute faults", "")]["6.12 TDP MMU"] == [64.0] * 3
