@@ -29,8 +29,10 @@ errors of the difference) or within it, exact (the same value in every boot of
 each side: the difference is the difference), or had one boot a side. Each run's
 `report.md` has every cell with its stdev, n and the seed's published figure, and
 `change.png` its picture. QEMU TCG throughout: on x86 only the AMD path (SVM with
-nested paging, or shadow paging) runs, and times are emulation speed. Counts
-(`count` metrics, instructions under `-icount`) are exact.
+nested paging, or shadow paging) runs; a time on the host's clock is emulation
+speed, an `-icount` scenario's time is emulated time (1 ns per emulated instruction),
+and counts (KVM statistics, instructions, lock events) are events, exact where the
+cell says so.
 """
 
 
