@@ -28,7 +28,7 @@ COUNT_NOTE = ("Counts (KVM statistics, instructions, lock events, passes) are nu
 def fmt_value(x: float, kind: str) -> str:
     """Times are seconds; counts are whole, or a mean of whole numbers."""
     if kind == COUNT:
-        return f"{x:.0f}" if x == int(x) else f"{x:.1f}"
+        return f"{x:.0f}" if x == int(x) or abs(x) >= 100 else f"{x:.1f}"
     return f"{x:.4f}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}"
 
 
