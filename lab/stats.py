@@ -67,8 +67,9 @@ def compare(a: list[float], b: list[float], exact: bool = False) -> Comparison:
     """Compare runs a (baseline) and b; both lower-is-better times.
 
     exact: the caller knows both sides' values are exact (a count that
-    repeats). So are values that repeat exactly on both sides: either way
-    any difference is significant, and no difference is none. Otherwise the
+    repeats), unless two runs of a side differ. So are values that repeat
+    exactly on both sides: either way any difference is significant, and
+    no difference is none. Otherwise the
     noise test is Welch's: the difference of means against two standard
     errors of that difference (about 95 % for normal noise). With fewer than
     two runs on a side there is no noise estimate, and nothing is significant.
@@ -77,7 +78,8 @@ def compare(a: list[float], b: list[float], exact: bool = False) -> Comparison:
     asd, bsd = stdev(a), stdev(b)
     se = _stderr(asd, len(a), bsd, len(b))
     change = (bm - am) / am * 100 if am else math.nan
-    exact = exact or (repeats_exactly(a) and repeats_exactly(b))
+    exact = ((exact and len(set(a)) == len(set(b)) == 1)
+             or (repeats_exactly(a) and repeats_exactly(b)))
     if exact:
         significant = bm != am
     else:

@@ -46,6 +46,8 @@ def test_declared_exact_needs_one_run_a_side():
     assert c.exact and c.verdict == "exact" and c.change == -32704
     # one run a side without that: nothing to judge noise by, and it says so
     assert stats.compare([32768.0], [64.0]).verdict == "no noise estimate (1 run)"
+    # values that differ boot to boot are not exact, whatever the scenario says
+    assert not stats.compare([100.0, 101.0], [60.0, 60.0], exact=True).exact
 
 
 def test_a_zero_baseline_has_an_absolute_change():
