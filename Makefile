@@ -7,8 +7,9 @@
 #   make pytest                    the harness's own tests, ruff and shellcheck (about 20 s)
 #   make check [CHECK_REBUILD=1]   checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
-#   make bench [BENCH=quick|default|full]   each scenario's sides (vanilla vs patched by
-#                                  default), report in results/
+#   make bench [BENCH=quick|default|full] [SCENARIO=topic/name]   each scenario's sides,
+#                                  report in results/; default: each topic's counts and
+#                                  emulated time (~16 min), full: + host-clock times (~1.4 h)
 #   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
 #   make tree / make export        build/linux from patches/, and back
 #   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]   (or a variant of bench/variants.toml)
@@ -106,6 +107,9 @@ shell:
 list:
 	@$(LAB) list
 
+# tree: build/linux is the series' selftests (their source and headers) and
+# the base commit the vanilla kernel and every variant of bench/variants.toml
+# are made from; venv: matplotlib for change.png.
 bench: deps venv tree
 	@$(VLAB) bench --level $(BENCH) $(foreach s,$(SCENARIO),--scenario $(s))
 

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import (benchplot, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
+from lab import (benchplot, benchreport, benchtime, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
                  selftests, stats)
 from lab.kernel import Build
 from lab.progress import LabError, say
@@ -33,6 +33,9 @@ class Results:
         lambda: defaultdict(list))))
     errors: dict = field(default_factory=lambda: defaultdict(list))
     phases: list = field(default_factory=list)     # (what, seconds, qemu peak RSS KiB)
+    # a boot's phase (what) -> the scenario sides it ran (benchtime.run_name):
+    # what later runs estimate their time left from
+    boot_runs: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -42,6 +45,7 @@ class Results:
             "errors": dict(self.errors),
             "phases": [{"what": w, "seconds": round(s, 1), "qemu_peak_rss_kib": r}
                        for w, s, r in self.phases],
+            "boot_runs": self.boot_runs,
         }
 
     @classmethod
@@ -56,6 +60,7 @@ class Results:
             r.errors[k] = list(errs)
         r.phases = [(p["what"], p["seconds"], p.get("qemu_peak_rss_kib", 0))
                     for p in data.get("phases", [])]
+        r.boot_runs = dict(data.get("boot_runs", {}))
         return r
 
     @classmethod
@@ -215,47 +220,147 @@ def schedule(plan: dict[BootKey, list]) -> list[tuple[int, int, BootKey, list]]:
     return out
 
 
+# The kernel whose tree the selftests of every boot come from.
+TESTS_OF = ("patched", ())
+
+
 def kernels(plan: dict[BootKey, list]) -> list[tuple[str, tuple[str, ...]]]:
-    """(variant, config) of every kernel the plan boots, and the patched
-    kernel without config, whose selftests every boot runs."""
-    return list(dict.fromkeys([("patched", ()), *((k[0], k[3]) for k in plan)]))
+    """(variant, config) of every kernel the plan boots, and no other: the
+    selftests need only the patched tree's headers (kernel.headers)."""
+    return list(dict.fromkeys((k[0], k[3]) for k in plan))
 
 
-def run_qemu(scs: list[Scenario]) -> Results:
+@dataclass(frozen=True)
+class Boot:
+    """One boot of a run: its arch, repeat, index in the arch's plan, key,
+    and the scenario sides it runs."""
+    arch: str
+    repeat: int
+    index: int
+    key: BootKey
+    todo: list
+
+    @property
+    def runs(self) -> list[str]:
+        return [benchtime.run_name(sc, side) for sc, side in self.todo]
+
+    @property
+    def description(self) -> str:
+        return benchtime.boot_description(build_name(self.arch, self.key), self.key)
+
+
+def build_name(arch: str, key: BootKey) -> str:
+    return Build(profile.load(arch), key[0], debug=False, extra=key[3]).name
+
+
+def boots(scs: list[Scenario]) -> list[Boot]:
+    """Every boot of a run, in order: arch by arch, each arch's schedule."""
+    return [Boot(arch, r, i, key, todo) for arch in sorted({sc.arch for sc in scs})
+            for r, i, key, todo in schedule(boot_plan([s for s in scs if s.arch == arch]))]
+
+
+def described(data: dict, known: list[Scenario]) -> dict[str, list[str]]:
+    """A saved run's boots by description -> the runs each carried, by
+    today's scenarios (for results.json saved before boot_runs)."""
+    by_key = {s.key: s for s in known}
+    scs = [by_key[k] for k in data.get("scenarios", []) if k in by_key]
+    out: dict[str, list[str]] = {}
+    for b in boots(scs):
+        out.setdefault(b.description, b.runs)
+    return out
+
+
+def progress(j: int, every: list[Boot], scs: list[Scenario], clock: benchtime.Clock) -> str:
+    """Before boot j of every: which boot and scenarios of how many, and the
+    time the run's boots have left by estimate."""
+    order = {sc.key: n for n, sc in enumerate(scs, 1)}
+    mine = sorted({order[sc.key] for sc, _ in every[j].todo})
+    left = clock.left([b.runs for b in every[j:]])
+    return (f"boot {j + 1} of {len(every)}, scenario{'s' if len(mine) > 1 else ''} "
+            f"{', '.join(map(str, mine))} of {len(scs)}; about {benchtime.minutes(left)} "
+            "of boots left")
+
+
+def plan_text(scs: list[Scenario], known: list[Scenario]) -> str:
+    """make bench's plan without running it: kernels, boots and the time
+    they take by the runs saved in results/."""
+    every = boots(scs)
+    clock = benchtime.Clock(benchtime.history(lambda d: described(d, known)))
+    built = benchtime.builds()
+    lines = [f"{len(scs)} scenarios, {len(every)} boots"]
+    for sc in scs:
+        mine = [benchtime.run_name(sc, side) for b in every for s, side in b.todo if s is sc]
+        lines.append(f"  {sc.key}: {len(mine)} runs in boots, about "
+                     f"{benchtime.minutes(sum(map(clock.run, mine)))}")
+    warm = cold = 0.0
+    for arch in sorted({sc.arch for sc in scs}):
+        for k in kernels(boot_plan([s for s in scs if s.arch == arch])):
+            name = build_name(arch, (k[0], "", "", k[1], ""))
+            fast = benchtime.warm_build(name, built)
+            slow = max(built.get(name, [fast]))
+            warm, cold = warm + fast, cold + slow
+            lines.append(f"kernel {name}: warm about {fast:.0f} s; slowest recorded {slow:.0f} s")
+    boots_s = clock.left([b.runs for b in every])
+    lines.append(f"boots: about {benchtime.minutes(boots_s)} by earlier runs; with the kernel "
+                 f"builds: {benchtime.minutes(boots_s + warm)} warm, "
+                 f"{benchtime.minutes(boots_s + cold)} at their slowest recorded (the "
+                 "selftests' build apart)")
+    return "\n".join(lines) + "\n"
+
+
+def run_qemu(scs: list[Scenario], known: list[Scenario]) -> Results:
+    """scs in QEMU; known: every scenario of bench/, to read the saved runs
+    the time left is estimated from."""
     res = Results()
+    every = boots(scs)
+    clock = benchtime.Clock(benchtime.history(lambda d: described(d, known)))
+    say(f"bench: {len(scs)} scenarios in {len(every)} boots, about "
+        f"{benchtime.minutes(clock.left([b.runs for b in every]))} of boots by earlier runs "
+        "(kernel builds apart)")
     for arch in sorted({sc.arch for sc in scs}):
         prof = profile.load(arch)
         mine = [s for s in scs if s.arch == arch]
         plan = boot_plan(mine)
-        # One set of selftest binaries for every kernel, from the series: the
-        # kernel (or its command line) is what is compared, and the series may
-        # add test options. So the patched kernel is always built.
         builds = {k: Build(prof, k[0], debug=False, extra=k[1]) for k in kernels(plan)}
         for b in builds.values():
             t0 = time.monotonic()
             kernel.build(b)
             res.phases.append((f"build {b.name}", time.monotonic() - t0, 0))
-        tests_of = builds[("patched", ())]
+        # One set of selftest binaries for every kernel, from the series: the
+        # kernel (or its command line) is what is compared, and the series may
+        # add test options. They need the patched tree's headers, not its kernel.
+        tests_of = builds.get(TESTS_OF) or Build(prof, TESTS_OF[0], False, TESTS_OF[1])
+        if TESTS_OF not in builds:
+            t0 = time.monotonic()
+            kernel.headers(tests_of)
+            res.phases.append((f"headers {tests_of.name}", time.monotonic() - t0, 0))
+        t0 = time.monotonic()
         selftests.build(tests_of)
+        res.phases.append((f"selftests {tests_of.name}", time.monotonic() - t0, 0))
         files = sorted({shlex.split(side.command)[0] for s in mine for side in s.sides})
         repeats = max(s.repeats for s in mine)
-        for r, i, (variant, cmdline, clock, config, cpu), todo in schedule(plan):
+        for j, boot in enumerate(every):
+            if boot.arch != arch:
+                continue
+            r, i, todo = boot.repeat, boot.index, boot.todo
+            variant, cmdline, clk_name, config, cpu = boot.key
             b = builds[(variant, config)]
             initrd = initramfs.pack(b, files, [], {"bench": guest_script(todo)},
                                     paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
                                     "bench/", selftests_of=tests_of)
-            where = (f"{b.name} [{cmdline}]" + (f" {clock} clock" if clock != "host" else "")
-                     + (f" -cpu {cpu}" if cpu else "")
-                     + f" boot {r + 1}/{repeats}")
+            where = boot.description.removeprefix("boot ") + f" boot {r + 1}/{repeats}"
             log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
             budget = BOOT_OVERHEAD + sum(s.timeout + 5 for s, _ in todo)
+            say(f"bench {progress(j, every, scs, clock)}")
             say(f"bench {where}: " + ", ".join(f"{s.name} ({side.label})" for s, side in todo)
                 + f" (log {log})")
-            clk = scenarios.CLOCKS[clock]
+            clk = scenarios.CLOCKS[clk_name]
             argv = prof.qemu_argv(b.image, initrd, f"lab.boot=bench {cmdline}".strip(),
                                   clk.qemu_args, clk.smp, cpu=cpu)
             con = qemu.run(argv, budget, log, markers.DONE)
             res.phases.append((f"boot {where}", con.seconds, con.peak_rss_kib))
+            res.boot_runs[f"boot {where}"] = boot.runs
+            clock.record(boot.runs, con.seconds)
             sections = split_console(con.lines)
             for s, side in todo:
                 out, rc = sections.get(section(s, side), (None, None))
@@ -263,75 +368,31 @@ def run_qemu(scs: list[Scenario]) -> Results:
     return res
 
 
-def _fmt(x: float) -> str:
-    # times are seconds; counts (instructions) are large and whole
-    return f"{x:.4f}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}"
-
-
-def _side_cells(xa: list[float], xb: list[float]) -> list[str]:
-    """A side's columns against the baseline's values: mean ± sd (n),
-    change, vs noise."""
-    if not xa or not xb:
-        return [f"n={len(xb)}", "-", "missing data"]
-    c = stats.compare(xa, xb)
-    return [f"{_fmt(c.b_mean)} ± {_fmt(c.b_stdev)} ({c.b_n})", f"{c.change_pct:+.1f} %",
-            c.verdict]
-
-
-def report(scs: list[Scenario], res: Results, sides: tuple[str, ...] | None = None) -> str:
-    """Markdown: one table per list of sides (the baseline first, each other
-    side's mean, change and noise judgement against it), then errors and the
-    harness's own phases. sides overrides the scenarios' labels (for two
-    saved native runs, "A" and "B")."""
-    tables: dict[tuple[str, ...], list[str]] = {}
-    for sc in scs:
-        labels = sides or sc.labels
-        a, others = labels[0], labels[1:]
-        rows = tables.setdefault(labels, [])
-        cells = res.values.get(sc.key, {})
-        name = sc.key if sc.clock == "host" or sides else f"{sc.key} ({sc.clock})"
-        if not cells:
-            rows.append(f"| {name} | - | - | - | " + "- | - | no data | " * len(others)
-                        + f"{sc.seed} |")
-        for (metric, group), by_side in sorted(cells.items()):
-            xa = by_side.get(a, [])
-            compared = [b for b in others if by_side.get(b)]
-            base = (f"{_fmt(stats.mean(xa))} ± {_fmt(stats.stdev(xa))} ({len(xa)})"
-                    if xa and compared else f"n={len(xa)}")
-            cols = [base] + [x for b in others for x in _side_cells(xa, by_side.get(b, []))]
-            rows.append(f"| {name} | {metric} | {group} | " + " | ".join(cols)
-                        + f" | {sc.seed} |")
-    out = []
-    for labels, rows in tables.items():
-        if out:
-            out.append("")
-        a, others = labels[0], labels[1:]
-        out += [f"| scenario | metric | case | {a} mean ± sd (n) | "
-                + "".join(f"{b} mean ± sd (n) | change | vs noise | " for b in others)
-                + "seed |", "|---" * (5 + 3 * len(others)) + "|", *rows]
-    if not sides and any(sc.clock == "icount" for sc in scs):
-        out += ["", "(icount): QEMU ran with -icount shift=0 and one vCPU: the guest's clock "
-                "counts the instructions it emulates, 1 ns each, and an instruction counter "
-                "is exact: a repeatable count of work, not a time on any real CPU."]
-    errs = [f"- {k}: {e}" for k, es in res.errors.items() for e in es]
-    if errs:
-        out += ["", "Errors (cells above lack these runs):", *errs]
-    if res.phases:
-        out += ["", "| phase | wall time (s) | QEMU peak RSS (MiB) |", "|---|---|---|"]
-        out += [f"| {w} | {s:.0f} | {r >> 10 if r else '-'} |" for w, s, r in res.phases]
-    return "\n".join(out) + "\n"
-
-
 def write(scs: list[Scenario], res: Results, out: Path,
           sides: tuple[str, ...] | None = None) -> str:
     """report.md, results.json (with each scenario's sides, the baseline
     first, for the index) and change.png in out."""
     out.mkdir(parents=True, exist_ok=True)
-    text = report(scs, res, sides)
+    text = benchreport.render(scs, res, sides)
     (out / "results.json").write_text(json.dumps(
         {"scenarios": [s.key for s in scs],
          "sides": {s.key: list(sides or s.labels) for s in scs}, **res.to_json()},
         indent=1) + "\n")
     (out / "report.md").write_text(text)
     benchplot.draw(benchplot.bars(scs, res, sides), out / "change.png")
+    return text
+
+
+def rewrite(run: Path, known: list[Scenario]) -> str:
+    """report.md and change.png of a saved run again, from its results.json,
+    with today's report code and the scenarios of bench/ (known): a run's
+    figures stay as measured, what the report says of them follows the code."""
+    data = json.loads((run / "results.json").read_text())
+    by_key = {s.key: s for s in known}
+    scs = [by_key[k] for k in data.get("scenarios", []) if k in by_key]
+    sides = ("A", "B") if run.name.startswith("compare-") else None
+    res = Results.from_json(data)
+    text = benchreport.render(scs, res, sides)
+    (run / "report.md").write_text(text)
+    benchplot.draw(benchplot.bars(scs, res, sides), run / "change.png")
     return text

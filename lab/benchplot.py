@@ -1,28 +1,34 @@
 """change.png of a bench run: what changed, against the noise and the seed.
 
-One panel per metric kind, times apart from counts (instructions, passes,
-lock events), since a count's change is exact and means something else. A
-bar per scenario, metric, case and side: the % change of the mean, the side
-B against its scenario's baseline A, with two standard errors of the
-difference as its spread. A bar within that noise is grey whatever its size
-(a +13 % within noise is no regression); beyond it a time is green (faster)
-or red (slower), a count blue (its direction is good or bad by metric).
-Beside it, a black diamond: the seed's published change, where the
-scenario's seed text gives one.
+One panel per kind of figure (lab/scenarios.py): times on the host's clock
+(emulation speed, noisy), emulated time under -icount (emulated
+instructions, 1 ns each) and counts (KVM statistics, instructions, lock
+events, passes), whose change means something else. A bar per scenario,
+metric, case and side: the % change of the mean, the side B against its
+scenario's baseline A, with two standard errors of the difference as its
+spread. A bar within that noise is grey whatever its size (a +13 % within
+noise is no regression); beyond it a time is green (faster) or red
+(slower), a count blue (its direction is good or bad by metric). Exact
+values (stats.compare) have no spread: a change is grey only if there is
+none. A baseline of 0 has no % change, and no bar (report.md gives the
+difference). Beside a bar, a black diamond: the seed's published change,
+where the scenario's seed text gives one.
 
 bars() makes every decision and is tested; draw() only draws them.
 """
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from lab import stats
 from lab.progress import say
-from lab.scenarios import Scenario
+from lab.scenarios import COUNT, EMULATED_TIME, HOST_TIME, Scenario
 
-TIMES, COUNTS = "times", "counts"
-TITLES = {TIMES: "times: % change of the mean, lower is faster",
-          COUNTS: "counts (instructions, passes, lock events): % change of the mean"}
+PANELS = (HOST_TIME, EMULATED_TIME, COUNT)
+TITLES = {HOST_TIME: "times on the host's clock (noisy): % change of the mean",
+          EMULATED_TIME: "emulated time (-icount, 1 ns an instruction): % change of the mean",
+          COUNT: "counts (KVM stats, instructions, lock events): % change; exact: no spread"}
 GREY, GREEN, RED, BLUE = "0.75", "tab:green", "tab:red", "tab:blue"
 
 # "1.66 s (2 passes) -> 0.307 s", "2.90 s (zap, before) -> 0.112 s", "~4 s -> ~3 s"
@@ -33,7 +39,7 @@ CHANGE_RE = re.compile(r"^\s*([+-]\d+(?:\.\d+)?)\s*%")
 
 @dataclass(frozen=True)
 class Bar:
-    panel: str                 # TIMES or COUNTS
+    panel: str                 # one of PANELS
     label: str
     change: float              # % change of the mean, B vs A
     spread: float              # two standard errors of the difference, % of A's mean
@@ -42,14 +48,10 @@ class Bar:
     sides: tuple[str, str]     # (A, B): the baseline, then what is compared with it
 
 
-def panel(unit: str) -> str:
-    return COUNTS if unit == "count" else TIMES
-
-
 def colour(c: stats.Comparison, kind: str) -> str:
     if not c.significant:
         return GREY
-    if kind == COUNTS:
+    if kind == COUNT:
         return BLUE
     return GREEN if c.change_pct < 0 else RED
 
@@ -64,7 +66,7 @@ def seed_changes(sc: Scenario) -> dict[str, float]:
     text = sc.seed.strip()
     if not text or text.lower().startswith("no "):
         return {}
-    times = [m.name for m in sc.metrics if panel(m.unit) == TIMES]
+    times = [m.name for m in sc.metrics if sc.kind(m.name) != COUNT]
     found: dict[str, float] = {}
     unnamed_done = False
     for clause in text.split(";"):
@@ -99,15 +101,16 @@ def bars(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> list
     out = []
     for sc in scs:
         a, *others = sides or sc.labels
-        units = {m.name: m.unit for m in sc.metrics}
         seeds = {} if sides else seed_changes(sc)   # two native runs: no seed to compare
         for (metric, group), by_side in sorted(res.values.get(sc.key, {}).items()):
             for b in others:
                 xa, xb = by_side.get(a, []), by_side.get(b, [])
                 if not xa or not xb:
                     continue
-                c = stats.compare(xa, xb)
-                kind = panel(units.get(metric, "s"))
+                c = stats.compare(xa, xb, sc.exact(metric) and not sides)
+                if math.isnan(c.change_pct):
+                    continue
+                kind = sc.kind(metric)
                 label = (f"{sc.key}: {metric}" + (f" [{group}]" if group else "")
                          + (f" ({b} vs {a})" if len(pairs) > 1 else ""))
                 out.append(Bar(kind, label, c.change_pct, c.noise_pct, colour(c, kind),
@@ -125,7 +128,7 @@ def draw(found: list[Bar], dest: Path) -> Path | None:
     except ImportError:
         say("bench: matplotlib is not installed; no plot (make venv installs it)")
         return None
-    kinds = [k for k in (TIMES, COUNTS) if any(x.panel == k for x in found)]
+    kinds = [k for k in PANELS if any(x.panel == k for x in found)]
     sizes = [sum(1 for x in found if x.panel == k) for k in kinds]
     fig, axes = plt.subplots(len(kinds), 1, squeeze=False,
                              figsize=(11, 1.2 + 0.28 * sum(sizes) + 0.8 * len(kinds)),
@@ -151,8 +154,8 @@ def draw(found: list[Bar], dest: Path) -> Path | None:
         what = f"{b} vs {a}"
     else:
         what = "each side vs its scenario's baseline (on its bar: B vs A)"
-    fig.suptitle(f"{what}: change of the mean ± 2 standard errors, grey within that noise",
-                 fontsize=10)
+    fig.suptitle(f"{what}: change of the mean ± 2 standard errors, grey within that noise "
+                 "or no change", fontsize=10)
     fig.tight_layout()
     fig.savefig(dest, dpi=100)
     plt.close(fig)

@@ -100,9 +100,13 @@ def cmd_list(args):
 
 
 def cmd_bench(args):
-    scs = scenarios.select(scenarios.load_all(), args.scenario, args.level)
+    known = scenarios.load_all()
+    scs = scenarios.select(known, args.scenario, args.level)
+    if args.plan:
+        print(bench.plan_text(scs, known), end="")
+        return 0
     say(f"bench: {len(scs)} scenario(s): {', '.join(s.key for s in scs)}")
-    res = bench.run_qemu(scs)
+    res = bench.run_qemu(scs, known)
     out = bench.out_dir("qemu")
     print(bench.write(scs, res, out), end="")
     say(f"bench: results in {out}; index {resultsindex.write()}")
@@ -131,6 +135,16 @@ def cmd_results_index(args):
     say(f"results-index: wrote {resultsindex.write()}")
 
 
+def cmd_bench_report(args):
+    known = scenarios.load_all()
+    for run in args.run:
+        if not (Path(run) / "results.json").is_file():
+            raise LabError(f"bench-report: {run} holds no results.json of a bench run")
+        bench.rewrite(Path(run), known)
+        say(f"bench-report: wrote {Path(run) / 'report.md'} and change.png")
+    say(f"bench-report: index {resultsindex.write()}")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -147,6 +161,8 @@ def parser() -> argparse.ArgumentParser:
                         "by default)")
     bn.add_argument("--level", choices=("quick", "default", "full"), default="default")
     bn.add_argument("--scenario", action="append", help="topic/name or name (default: all)")
+    bn.add_argument("--plan", action="store_true", help="print the kernels, the boots and "
+                    "their time by the runs saved in results/, and run nothing")
     bn.set_defaults(fn=cmd_bench)
     nat = sub.add_parser("bench-native", help="run the scenarios on this host's /dev/kvm")
     nat.add_argument("--label", required=True)
@@ -200,6 +216,10 @@ def parser() -> argparse.ArgumentParser:
     pa.set_defaults(fn=cmd_parse)
     sub.add_parser("results-index", help="write results/README.md, the index of the saved "
                    "bench runs, from their results.json").set_defaults(fn=cmd_results_index)
+    br = sub.add_parser("bench-report", help="write a saved bench run's report.md and "
+                        "change.png again from its results.json, with today's report code")
+    br.add_argument("run", nargs="+", help="a run directory, e.g. results/<date>/qemu-<time>")
+    br.set_defaults(fn=cmd_bench_report)
     ls = sub.add_parser("list", help="the boots and tests of each arch's list")
     ls.add_argument("--arch", action="append", choices=profile.arches())
     ls.set_defaults(fn=cmd_list)

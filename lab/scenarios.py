@@ -27,6 +27,12 @@ A scenario may also build its kernels with bench-only fragments of configs/
 (clear /proc/lock_stat before, print the mmu_lock lines after): counts of
 what the kernel did, which emulation's timing noise does not blur as it
 blurs times.
+
+Levels (make bench BENCH=...): quick and default run only figures the
+host's load does not move, counts and emulated time, so that a few boots a
+side tell a change; a time on the host's clock needs five and the host to
+itself, and runs in full. parse() refuses a quick or default scenario with a
+host-clock time.
 """
 import re
 from dataclasses import dataclass
@@ -38,6 +44,14 @@ from lab.progress import LabError
 
 LEVELS = ("quick", "default", "full")   # each level runs its scenarios and the smaller levels'
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "count": 1.0}   # count: not a time
+
+# What a metric's figure is, by its unit and its scenario's clock: what the
+# report and the plot say it is, and what a level may run.
+HOST_TIME = "host time"           # follows the host's clock: emulation speed, noisy
+EMULATED_TIME = "emulated time"   # -icount: emulated instructions, 1 ns each
+COUNT = "count"                   # KVM statistics, instructions, lock events, passes
+# The levels below full: figures that repeat whatever else the host runs.
+STEADY_KINDS = (EMULATED_TIME, COUNT)
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,9 @@ class Scenario:
     before: str = ""                # guest shell lines around the command
     after: str = ""
     cpu: str = ""                   # QEMU's -cpu, in place of the arch profile's
+    # Its counts repeat exactly boot to boot (KVM's statistics of one vCPU
+    # under -icount): a comparison of them is exact with one boot a side.
+    exact_counts: bool = False
 
     @property
     def key(self) -> str:
@@ -107,6 +124,17 @@ class Scenario:
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(s.label for s in self.sides)
+
+    def kind(self, metric: str) -> str:
+        """HOST_TIME, EMULATED_TIME or COUNT: what metric's figure is."""
+        unit = next((m.unit for m in self.metrics if m.name == metric), "s")
+        if unit == "count":
+            return COUNT
+        return EMULATED_TIME if self.clock == "icount" else HOST_TIME
+
+    def exact(self, metric: str) -> bool:
+        """Whether the scenario declares metric's values exact."""
+        return self.exact_counts and self.kind(metric) == COUNT
 
 
 KERNELS = ("vanilla", "patched")    # a side's kernel besides the declared variants
@@ -153,7 +181,8 @@ def _scenario_table(kernels: tuple[str, ...]) -> datafile.Table:
         "timeout": Key(int, 300), "level": Key(str, "default", choices=LEVELS),
         "clock": Key(str, "host", choices=tuple(CLOCKS)), "cmdline": Key(str, ""),
         "sides": Key([_side_table(kernels)], []), "config": Key((str, [str]), []),
-        "before": Key(str, ""), "after": Key(str, ""), "cpu": Key(str, "")})
+        "before": Key(str, ""), "after": Key(str, ""), "cpu": Key(str, ""),
+        "exact_counts": Key(bool, False)})
 
 
 # [defaults] holds keys of [[scenario]], checked when merged into each.
@@ -185,6 +214,17 @@ def _sides(s: dict, origin: str) -> tuple[Side, ...]:
     return tuple(sides)
 
 
+def _check_level(sc: Scenario, origin: str) -> None:
+    if sc.level == "full":
+        return
+    noisy = [m.name for m in sc.metrics if sc.kind(m.name) not in STEADY_KINDS]
+    if noisy:
+        what = "is a time" if len(noisy) == 1 else "are times"
+        raise LabError(f"{origin}: {sc.name}: level {sc.level!r} runs counts and emulated time "
+                       f"only, and {', '.join(map(repr, noisy))} {what} on the host's clock: "
+                       "give it level = \"full\", or clock = \"icount\"")
+
+
 def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
     names = s["config"]
     names = [names] if isinstance(names, str) else list(names)
@@ -211,7 +251,9 @@ def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
         out.append(Scenario(topic, s["name"], s["arch"], s["command"], tuple(metrics),
                             s["repeats"], group, s["seed"], s["timeout"], s["level"],
                             _sides(s, origin), s["clock"], _config(s, origin, configs),
-                            s["before"].strip(), s["after"].strip(), s["cpu"]))
+                            s["before"].strip(), s["after"].strip(), s["cpu"],
+                            s["exact_counts"]))
+        _check_level(out[-1], origin)
     names = [sc.name for sc in out]
     if len(set(names)) != len(names):
         raise LabError(f"{origin}: scenario names repeat")

@@ -24,8 +24,16 @@ class Comparison:
     b_mean: float
     b_stdev: float
     b_n: int
-    change_pct: float       # (b - a) / a
+    change_pct: float       # (b - a) / a; nan for a baseline of 0 (see change)
     significant: bool       # |b - a| > 2 standard errors of the difference
+    # Both sides' values are exact (declared, or the same in every run of
+    # each): no noise to judge, and any difference is the difference.
+    exact: bool = False
+
+    @property
+    def change(self) -> float:
+        """b - a: what a comparison with a baseline of 0 can say."""
+        return self.b_mean - self.a_mean
 
     @property
     def noise_pct(self) -> float:
@@ -36,9 +44,13 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
+        if self.exact:
+            return "exact"
+        if min(self.a_n, self.b_n) < 2:
+            return "no noise estimate (1 run)"
         if not self.significant:
             return "within noise"
-        return "faster" if self.change_pct < 0 else "slower"
+        return "faster" if self.change < 0 else "slower"
 
 
 def _stderr(asd: float, an: int, bsd: float, bn: int) -> float:
@@ -46,10 +58,19 @@ def _stderr(asd: float, an: int, bsd: float, bn: int) -> float:
     return math.sqrt(asd ** 2 / an + bsd ** 2 / bn)
 
 
-def compare(a: list[float], b: list[float]) -> Comparison:
+def repeats_exactly(xs: list[float]) -> bool:
+    """Two or more runs, all the same value: a run-to-run noise of 0."""
+    return len(xs) >= 2 and len(set(xs)) == 1
+
+
+def compare(a: list[float], b: list[float], exact: bool = False) -> Comparison:
     """Compare runs a (baseline) and b; both lower-is-better times.
 
-    The noise test is Welch's: the difference of means against two standard
+    exact: the caller knows both sides' values are exact (a count that
+    repeats), unless two runs of a side differ. So are values that repeat
+    exactly on both sides: either way any difference is significant, and
+    no difference is none. Otherwise the
+    noise test is Welch's: the difference of means against two standard
     errors of that difference (about 95 % for normal noise). With fewer than
     two runs on a side there is no noise estimate, and nothing is significant.
     """
@@ -57,5 +78,10 @@ def compare(a: list[float], b: list[float]) -> Comparison:
     asd, bsd = stdev(a), stdev(b)
     se = _stderr(asd, len(a), bsd, len(b))
     change = (bm - am) / am * 100 if am else math.nan
-    significant = len(a) >= 2 and len(b) >= 2 and abs(bm - am) > 2 * se
-    return Comparison(am, asd, len(a), bm, bsd, len(b), change, significant)
+    exact = ((exact and len(set(a)) == len(set(b)) == 1)
+             or (repeats_exactly(a) and repeats_exactly(b)))
+    if exact:
+        significant = bm != am
+    else:
+        significant = len(a) >= 2 and len(b) >= 2 and abs(bm - am) > 2 * se
+    return Comparison(am, asd, len(a), bm, bsd, len(b), change, significant, exact)

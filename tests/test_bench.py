@@ -2,24 +2,25 @@ import json
 
 import pytest
 
-from lab import bench, profile, scenarios
+from lab import bench, benchreport, profile, scenarios, stats
 from lab.progress import LabError
 
 SCENARIOS = r'''
 topic = "t"
 [[scenario]]
+level = "full"
 name = "enable"
 arch = "arm64"
 command = "dirty_log_perf_test -g -k 2M -b 64M"
 group_by = "Testing guest mode: (.*)"
 seed = "-35 % (seed)"
 repeats = 2
-level = "quick"
 metrics = [
   { name = "enable dirty logging", regex = 'Enabling dirty logging time: (\d+\.\d+)s' },
   { name = "clear dirty log", regex = 'Iteration \d+ clear dirty log time: (\d+\.\d+)s' },
 ]
 [[scenario]]
+level = "full"
 name = "other"
 arch = "x86_64"
 command = "execute_perf_test"
@@ -53,29 +54,69 @@ def test_metrics_are_read_per_guest_mode_and_unit():
     assert scenarios.read_metrics(other, ["Execute time: 250ms"]) == {("execute", ""): [0.25]}
 
 
+LEVELS = r'''
+topic = "t"
+[defaults]
+arch = "x86_64"
+command = "execute_perf_test -S"
+[[scenario]]
+name = "counted"
+level = "quick"
+metrics = [ { name = "faults", phase = "Executing from memory", stat = "pf_taken" } ]
+[[scenario]]
+name = "emulated"
+clock = "icount"
+metrics = [ { name = "execute", regex = 'Executing from memory\s*: (\d+\.\d+)s' } ]
+[[scenario]]
+name = "timed"
+level = "full"
+metrics = [ { name = "execute", regex = 'Executing from memory\s*: (\d+\.\d+)s' } ]
+'''
+
+
 def test_levels_and_selection():
-    assert [s.name for s in scenarios.select(scs(), None, "quick")] == ["enable"]
-    assert len(scenarios.select(scs(), None, "default")) == 2
-    with pytest.raises(LabError, match="unknown scenario.*nope.*known: t/enable, t/other"):
-        scenarios.select(scs(), ["nope"])
+    levels = scenarios.parse(LEVELS, "bench/t.toml")
+    assert [s.name for s in scenarios.select(levels, None, "quick")] == ["counted"]
+    assert [s.name for s in scenarios.select(levels, None, "default")] == ["counted", "emulated"]
+    assert len(scenarios.select(levels, None, "full")) == 3
+    with pytest.raises(LabError, match="unknown scenario.*nope.*known: t/counted, t/emulated"):
+        scenarios.select(levels, ["nope"])
+
+
+def test_a_time_on_the_hosts_clock_runs_in_full_only():
+    timed_by_default = LEVELS.replace('name = "timed"\nlevel = "full"\n', 'name = "timed"\n')
+    with pytest.raises(LabError, match=r"^bench/t.toml: timed: level 'default' runs counts and "
+                       r"emulated time only, and 'execute' is a time on the host's clock: "
+                       r'give it level = "full", or clock = "icount"$'):
+        scenarios.parse(timed_by_default, "bench/t.toml")
+
+
+def test_make_bench_default_runs_each_topics_counts_and_no_host_time():
+    every = scenarios.load_all()
+    default = scenarios.select(every, None, "default")
+    assert {s.topic for s in default} == {s.topic for s in every}
+    assert {s.kind(m.name) for s in default for m in s.metrics} == {
+        scenarios.COUNT, scenarios.EMULATED_TIME}
+    # exact figures need no five boots a side
+    assert {s.repeats for s in default} <= {1, 3}
 
 
 @pytest.mark.parametrize("bad, msg", [
-    ('[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[{name="m", regex="no group"}]\n',
+    ('[[scenario]]\nlevel = "full"\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[{name="m", regex="no group"}]\n',
      "captures no value"),
-    ('[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\n'
+    ('[[scenario]]\nlevel = "full"\nname="x"\narch="arm64"\ncommand="c"\n'
      'metrics=[{name="m", regex="(\\\\d+)", unit="hours"}]\n',
      r"^bench/bad.toml: \[\[scenario\]\] 'x', metrics 'm': 'unit' is 'hours', not one of 's', "
      r"'ms', 'us', 'ns', 'count'$"),
-    ('[[scenario]]\nname="x"\narch="arm64"\nmetrics=[]\n',
+    ('[[scenario]]\nlevel = "full"\nname="x"\narch="arm64"\nmetrics=[]\n',
      r"^bench/bad.toml: \[\[scenario\]\] 'x': missing key 'command'$"),
-    ('[defaults]\nrepeat=3\n[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[]\n',
+    ('[defaults]\nrepeat=3\n[[scenario]]\nlevel = "full"\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[]\n',
      r"^bench/bad.toml: \[defaults\]: unknown key 'repeat' \(did you mean 'repeats'\?\)$"),
-    ('[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[]\nrepeat=3\n',
+    ('[[scenario]]\nlevel = "full"\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[]\nrepeat=3\n',
      r"^bench/bad.toml: \[\[scenario\]\] 'x': unknown key 'repeat' \(did you mean 'repeats'\?\)$"),
-    ('[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[]\nrepeats="3"\n',
+    ('[[scenario]]\nlevel = "full"\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[]\nrepeats="3"\n',
      r"'repeats' must be an integer, not a string \('3'\)$"),
-    ('[[scenario]]\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[{name="m", regx="(\\\\d+)"}]\n',
+    ('[[scenario]]\nlevel = "full"\nname="x"\narch="arm64"\ncommand="c"\nmetrics=[{name="m", regx="(\\\\d+)"}]\n',
      r"'x', metrics 'm': unknown key 'regx' \(did you mean 'regex'\?\)$"),
 ])
 def test_bad_scenarios_are_refused(bad, msg):
@@ -98,9 +139,15 @@ def test_runs_are_averaged_compared_and_reported():
             bench.record_run(res, enable, v, lines, rc, "boot")
     cell = res.values["t/enable"][("clear dirty log", "PA-bits:40,  VA-bits:48,  4K pages")]
     assert cell["vanilla"] == [0.002, 0.002]          # the mean of iterations 1 and 2
-    text = bench.report([enable, other], res)
+    text = benchreport.render([enable, other], res)
     assert "| t/enable | enable dirty logging | PA-bits:40,  VA-bits:48,  4K pages |" in text
-    assert "-50.0 % | faster | -35 % (seed) |" in text
+    assert "-50.0 % | faster |  |" in text
+    # the seed is the scenario's: on its first row alone
+    assert text.count("-35 % (seed)") == 1
+    assert "| t/enable | clear dirty log | PA-bits:40,  VA-bits:48,  4K pages |" in text.split(
+        "-35 % (seed)")[0].splitlines()[-1]
+    # the same clear times in every boot of each side: exact, the difference as it is
+    assert " | 0.0020 ± 0.0000 (2) | 0.0020 ± 0.0000 (2) | 0 | exact |" in text
     assert "| t/other | - | - | - | - | - | no data |" in text
 
 
@@ -137,14 +184,17 @@ arch = "x86_64"
 cmdline = "hugepagesz=2M hugepages=64"
 metrics = [ { name = "disable", regex = 'Disabling dirty logging time: (\d+\.\d+)s' } ]
 [[scenario]]
+level = "full"
 name = "disable"
 command = "dirty_log_perf_test -s anonymous_hugetlb"
 sides = [ { label = "shadow MMU", cmdline = "kvm.tdp_mmu=N" }, { label = "TDP MMU" } ]
 [[scenario]]
+level = "full"
 name = "also-tdp"
 command = "dirty_log_perf_test"
 sides = [ { label = "eps=N", cmdline = "kvm.eager_page_split=N" }, { label = "TDP MMU" } ]
 [[scenario]]
+level = "full"
 name = "kernels"
 command = "dirty_log_perf_test"
 '''
@@ -187,7 +237,7 @@ def test_sides_default_to_the_kernels_or_name_two_command_lines():
     ('a = { label = "A" }\nb = { label = "B" }', "unknown key 'a'"),
 ])
 def test_bad_sides_are_refused(side, msg):
-    text = f'[[scenario]]\nname="s"\narch="x86_64"\ncommand="c"\nmetrics=[]\n{side}\n'
+    text = f'[[scenario]]\nlevel = "full"\nname="s"\narch="x86_64"\ncommand="c"\nmetrics=[]\n{side}\n'
     with pytest.raises(LabError, match=msg):
         scenarios.parse(text, "bench/bad.toml")
 
@@ -200,7 +250,7 @@ def test_report_has_a_table_per_pair_of_sides():
         for x in xs:
             bench.record_run(res, disable, label, [f"Disabling dirty logging time: {x:.9f}s"],
                              0, "boot")
-    text = bench.report([disable, also, kernels], res)
+    text = benchreport.render([disable, also, kernels], res)
     assert "| scenario | metric | case | shadow MMU mean ± sd (n) | TDP MMU mean ± sd (n) |" in text
     assert "| x/disable | disable |  | 4.1000 ± 0.1414 (2) | 3.0500 ± 0.0707 (2) | -25.6 % |" in text
     assert "| scenario | metric | case | vanilla mean ± sd (n) | patched mean ± sd (n) |" in text
@@ -272,8 +322,10 @@ arch = "arm64"
 command = "dirty_log_perf_test -g -k 2M"
 metrics = [ { name = "enable", regex = 'Enabling dirty logging time: (\d+\.\d+)s' } ]
 [[scenario]]
+level = "full"
 name = "wall"
 [[scenario]]
+level = "full"
 name = "counted"
 clock = "icount"
 '''
@@ -297,7 +349,7 @@ def test_an_icount_scenario_boots_apart_with_qemus_icount(tmp_path):
     for sc in (wall, counted):
         for side, x in (("vanilla", 0.02), ("patched", 0.01)):
             bench.record_run(res, sc, side, [f"Enabling dirty logging time: {x:.9f}s"], 0, "b")
-    text = bench.report([wall, counted], res)
+    text = benchreport.render([wall, counted], res)
     assert "| c/wall | enable |" in text and "| c/counted (icount) | enable |" in text
     assert "(icount): QEMU ran with -icount shift=0 and one vCPU" in text
 
@@ -310,6 +362,7 @@ def test_an_unknown_clock_is_refused():
 COUNTED = r'''
 topic = "x86-lockless-aging"
 [[scenario]]
+level = "full"
 name = "locks"
 arch = "x86_64"
 command = "access_tracking_perf_test -p -v 2"
@@ -318,6 +371,7 @@ before = "echo 0 > /proc/lock_stat"
 after = "grep 'mmu_lock' /proc/lock_stat"
 metrics = [ { name = "mmu_lock write contentions", unit = "count", regex = '&\(kvm\)->mmu_lock(?:-W)?:\s+\d+\s+(\d+)' } ]
 [[scenario]]
+level = "full"
 name = "timed"
 arch = "x86_64"
 command = "access_tracking_perf_test -p -v 2"
@@ -333,9 +387,9 @@ def test_a_scenario_with_config_boots_kernels_of_its_own(tmp_path):
     assert list(plan) == [("vanilla", "", "host", ("lock-stat",), ""),
                           ("patched", "", "host", ("lock-stat",), ""),
                           ("vanilla", "", "host", (), ""), ("patched", "", "host", (), "")]
-    # the patched kernel without config is built in any case: its selftests run everywhere
+    # only what a side boots: the selftests need the patched tree's headers, not its kernel
     assert bench.kernels(bench.boot_plan([locks])) == [
-        ("patched", ()), ("vanilla", ("lock-stat",)), ("patched", ("lock-stat",))]
+        ("vanilla", ("lock-stat",)), ("patched", ("lock-stat",))]
     script = bench.guest_script([(locks, locks.sides[0])])
     assert ("echo LAB-SCENARIO-BEGIN x86-lockless-aging/locks\necho 0 > /proc/lock_stat\n"
             "/usr/bin/timeout 300 ./access_tracking_perf_test -p -v 2 2>&1\nrc=$?\n"
@@ -365,7 +419,7 @@ def _cfg():
     ('befor = "x"', r"unknown key 'befor' \(did you mean 'before'\?\)"),
 ])
 def test_bad_scenario_keys_are_refused(extra, msg):
-    text = ('[[scenario]]\nname="x"\narch="x86_64"\ncommand="c"\n'
+    text = ('[[scenario]]\nlevel = "full"\nname="x"\narch="x86_64"\ncommand="c"\n'
             'metrics=[{name="m", regex="(\\\\d+)"}]\n' + extra + "\n")
     with pytest.raises(LabError, match=msg):
         scenarios.parse(text, "bench/bad.toml", configs=_cfg())
@@ -395,9 +449,11 @@ command = "access_tracking_perf_test -p"
 metrics = [ { name = "pass", regex = 'pass: (\\d+\\.\\d+)s' } ]
 
 [[scenario]]
+level = "full"
 name = "hw-af"
 
 [[scenario]]
+level = "full"
 name = "sw-af"
 cpu = "max,midr=0xc00fac30"
 '''
@@ -420,6 +476,7 @@ def test_a_scenario_with_a_cpu_boots_apart_with_that_cpu(tmp_path):
 STEPS = r'''
 topic = "arm64-split-skip-level"
 [[scenario]]
+level = "full"
 name = "clear"
 arch = "arm64"
 command = "dirty_log_perf_test -k 2M -b 64M"
@@ -430,6 +487,7 @@ sides = [ { label = "vanilla", kernel = "vanilla" },
           { label = "patched" },
           { label = "floor", command = "dirty_log_perf_test -b 64M" } ]
 [[scenario]]
+level = "full"
 name = "enable"
 arch = "arm64"
 command = "dirty_log_perf_test -g -k 2M -b 64M"
@@ -452,7 +510,7 @@ def test_sides_boot_each_kernel_once_per_repeat_the_baseline_first():
     assert [(k[0], [side.label for _, side in v]) for k, v in plan.items()] == [
         ("vanilla", ["vanilla", "vanilla"]), ("split-fill", ["fill"]),
         ("patched", ["patched", "floor", "patched"])]
-    assert bench.kernels(plan) == [("patched", ()), ("vanilla", ()), ("split-fill", ())]
+    assert bench.kernels(plan) == [("vanilla", ()), ("split-fill", ()), ("patched", ())]
     # enable wants one repeat: the second round boots its kernels for clear alone
     assert [(r, k[0], [(s.name, side.label) for s, side in todo])
             for r, _, k, todo in bench.schedule(plan)] == [
@@ -544,6 +602,7 @@ topic = "s"
 arch = "x86_64"
 command = "dirty_log_perf_test -S"
 [[scenario]]
+level = "full"
 name = "faults"
 metrics = [ { name = "populate faults", phase = "Populate memory", stat = "pf_taken" },
             { name = "populate fast faults", phase = "Populate memory", stat = "pf_fast" },
@@ -578,3 +637,85 @@ def test_a_stat_metric_needs_its_phase_and_a_stat_name(metric, error):
     text = STATS[:STATS.index("metrics = [")] + f"metrics = [ {metric} ]\n"
     with pytest.raises(LabError, match=error):
         scenarios.parse(text, "bench/s.toml")
+
+
+def test_a_run_builds_only_the_kernels_its_sides_boot():
+    """make bench SCENARIO=x86-split-on-fault/execute-hugetlb-icount built the
+    patched kernel too, 285 s of a fresh clone's 8 min 54 s, for its headers."""
+    sc, = scenarios.select(scenarios.load_all(), ["x86-split-on-fault/execute-hugetlb-icount"])
+    assert bench.kernels(bench.boot_plan([sc])) == [("before-split-on-fault", ()), ("vanilla", ())]
+    assert bench.TESTS_OF not in bench.kernels(bench.boot_plan([sc]))
+
+
+EXACT = r'''
+topic = "x"
+[[scenario]]
+name = "execute"
+arch = "x86_64"
+clock = "icount"
+exact_counts = true
+command = "execute_perf_test -S"
+seed = "execute 2.90 s (zap, before) -> 0.112 s (split) (-96 %)"
+sides = [ { label = "before", kernel = "vanilla", cmdline = "kvm.a=1" },
+          { label = "6.12", kernel = "vanilla" } ]
+metrics = [ { name = "execute", regex = 'Executing from memory\s*: (\d+\.\d+)s' },
+            { name = "faults", phase = "Executing from memory", stat = "pf_taken" },
+            { name = "fast faults", phase = "Executing from memory", stat = "pf_fast" } ]
+'''
+
+
+def test_exact_values_read_as_exact_and_a_zero_baseline_as_a_difference():
+    """qemu-100135's cells: counts declared exact with one boot a side, a
+    time the same in both boots of each side, fast faults 0 -> 1570."""
+    sc, = scenarios.parse(EXACT, "bench/x.toml")
+    res = bench.Results()
+    for label, t, faults, fast in (("before", 0.182137, 32768, 0), ("6.12", 0.006124, 64, 1570)):
+        for _ in range(2 if label == "before" else 1):
+            bench.record_run(res, sc, label, [
+                f"Executing from memory : {t:.9f}s",
+                f"Executing from memory stats: pf_taken=+{faults}"
+                + (f" pf_fast=+{fast}" if fast else "")], 0, "boot")
+    bench.record_run(res, sc, "6.12", ["Executing from memory : 0.006124000s",
+                                      "Executing from memory stats: pf_taken=+64 pf_fast=+1570"],
+                     0, "boot")
+    text = benchreport.render([sc], res)
+    rows = {r.split(" | ")[1]: r for r in text.splitlines() if r.startswith("| x/execute")}
+    assert rows["faults"].endswith("| 32768 ± 0 (2) | 64 ± 0 (2) | -32704 (-99.8 %) | exact |  |")
+    assert "| 0 ± 0 (2) | 1570 ± 0 (2) | +1570 | exact |" in rows["fast faults"]
+    assert "| -0.176013 s (-96.6 %) | exact |" in rows["execute"]
+    assert "nan %" not in text and not any("noise" in r for r in rows.values())
+    assert text.count("(-96 %)") == 1
+    assert "Counts (KVM statistics" in text and "emulated time" in text
+
+
+def test_one_boot_a_side_has_no_noise_estimate():
+    sc, = scenarios.parse(EXACT.replace("exact_counts = true\n", ""), "bench/x.toml")
+    res = bench.Results()
+    for label, faults in (("before", 32768), ("6.12", 64)):
+        bench.record_run(res, sc, label, [f"Executing from memory stats: pf_taken=+{faults}"],
+                         0, "boot")
+    text = benchreport.render([sc], res)
+    assert "| 32768 ± 0 (1) | 64 ± 0 (1) | -99.8 % | no noise estimate (1 run) |" in text
+
+
+def test_a_change_beyond_noise_never_reads_zero_percent():
+    # qemu-100135, rmap iteration 2: 54 us more of 0.2871 s, the boots a few ns apart
+    c = stats.compare([0.287091407, 0.287091407, 0.287091409],
+                      [0.287145154, 0.287145155, 0.287145161])
+    assert benchreport.change_cell(c, scenarios.EMULATED_TIME) == "+0.019 %"
+    assert c.verdict == "slower"
+    assert benchreport.fmt_pct(0.0) == "+0.0 %" and benchreport.fmt_pct(-96.66) == "-96.7 %"
+
+
+def test_a_saved_run_is_reported_again_from_its_results_json(tmp_path):
+    sc, = scenarios.parse(EXACT, "bench/x.toml")
+    res = bench.Results()
+    for label, faults in (("before", 32768), ("6.12", 64)):
+        bench.record_run(res, sc, label, [f"Executing from memory stats: pf_taken=+{faults}"],
+                         0, "boot")
+    run = tmp_path / "qemu-100135"
+    bench.write([sc], res, run)
+    (run / "report.md").write_text("| old | +nan % | within noise |\n")
+    text = bench.rewrite(run, [sc])
+    assert (run / "report.md").read_text() == text == benchreport.render([sc], res)
+    assert "-32704 (-99.8 %) | exact |" in text

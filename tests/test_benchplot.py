@@ -7,6 +7,7 @@ from lab import bench, benchplot, scenarios
 SCENARIOS = r'''
 topic = "t"
 [[scenario]]
+level = "full"
 name = "aging"
 arch = "x86_64"
 command = "access_tracking_perf_test -p"
@@ -17,18 +18,21 @@ metrics = [
   { name = "vCPU wall time (slowest)", regex = 'wall: (\d+\.\d+)s' },
 ]
 [[scenario]]
+level = "full"
 name = "split"
 arch = "x86_64"
 command = "x"
 seed = "execute 2.90 s (zap, before) -> 0.112 s (split) (-96 %); populate 2.75 -> 2.73 s"
 metrics = [ { name = "populate", regex = 'p: (\d+)' }, { name = "execute", regex = 'e: (\d+)' } ]
 [[scenario]]
+level = "full"
 name = "percent"
 arch = "arm64"
 command = "x"
 seed = "-35.47 % (stdev 5.63 %)"
 metrics = [ { name = "enable", regex = 'e: (\d+)' } ]
 [[scenario]]
+level = "full"
 name = "none"
 arch = "x86_64"
 command = "x"
@@ -75,8 +79,8 @@ def test_bars_within_noise_are_grey_and_counts_have_their_own_panel(scs):
                           got["instructions"])
     assert pass_.change == pytest.approx(11.1, abs=0.1) and pass_.colour == benchplot.GREY
     assert pass_.spread > abs(pass_.change)      # the spread crosses zero: why it is grey
-    assert (wall.panel, wall.colour) == (benchplot.TIMES, benchplot.RED)
-    assert (insns.panel, insns.colour, insns.seed) == (benchplot.COUNTS, benchplot.BLUE, None)
+    assert (wall.panel, wall.colour) == (scenarios.HOST_TIME, benchplot.RED)
+    assert (insns.panel, insns.colour, insns.seed) == (scenarios.COUNT, benchplot.BLUE, None)
     assert round(pass_.seed, 1) == -96.7 and round(wall.seed, 1) == -1.0
 
 
@@ -96,7 +100,31 @@ def test_two_saved_runs_have_no_seed_and_name_their_sides(scs):
     assert (bar.seed, bar.sides) == (None, ("A", "B"))
 
 
-def test_draw_writes_a_png(tmp_path, scs):
+def test_each_kind_of_figure_has_its_panel_and_exact_ones_no_spread():
+    sc, = scenarios.parse(r'''
+[[scenario]]
+level = "full"
+name = "execute"
+arch = "x86_64"
+clock = "icount"
+exact_counts = true
+command = "x"
+metrics = [ { name = "execute", regex = 'e: (\d+\.\d+)s' },
+            { name = "faults", phase = "Executing from memory", stat = "pf_taken" },
+            { name = "fast faults", phase = "Executing from memory", stat = "pf_fast" } ]
+''', "t.toml")
+    res = results("t/execute", {"execute": ([0.18, 0.19], [0.006, 0.0061]),
+                                "faults": ([32768.0], [64.0]),
+                                # a baseline of 0: no % change, no bar
+                                "fast faults": ([0.0], [1570.0])})
+    got = {b.label.split(": ")[1]: b for b in benchplot.bars([sc], res)}
+    assert set(got) == {"execute", "faults"}
+    assert got["execute"].panel == scenarios.EMULATED_TIME
+    assert (got["faults"].panel, got["faults"].spread, got["faults"].colour) == (
+        scenarios.COUNT, 0.0, benchplot.BLUE)
+
+
+def test_draw_writes_a_png(tmp_path, scs, matplotlib):
     res = results("t/split", {"execute": ([2.0, 2.1], [1.0, 1.1])})
     dest = benchplot.draw(benchplot.bars([scs["split"]], res), tmp_path / "change.png")
     assert dest.read_bytes().startswith(b"\x89PNG")

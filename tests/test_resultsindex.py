@@ -7,7 +7,8 @@ RUN = {"scenarios": ["t/enable", "t/gone"],
        "values": {"t/enable": [
            {"metric": "enable", "group": "48-bit 4K", "vanilla": [10, 11, 9], "patched": [5, 5.5, 4.5]},
            {"metric": "enable", "group": "40-bit 16K", "vanilla": [10, 11, 9], "patched": [10, 12, 9]},
-           {"metric": "passes", "group": "", "vanilla": [3, 3], "patched": [3]}]},
+           {"metric": "passes", "group": "", "vanilla": [3, 3], "patched": [3]},
+           {"metric": "faults", "group": "", "vanilla": [0, 0], "patched": [1570, 1570]}]},
        "errors": {"t/gone": ["boot 1/5: crashed"]}, "phases": []}
 
 
@@ -21,7 +22,9 @@ def test_a_row_per_scenario_and_metric_of_each_run(tmp_path):
     assert "[qemu-2](2026-11-23/qemu-2/report.md)" in text
     assert ("| t/enable | enable | vanilla → patched | 2 | -50.0 to +3.3 % | 1 faster, "
             "1 within noise | 0 |") in text
-    assert "| t/enable | passes | vanilla → patched | 1 | +0.0 % | 1 within noise | 0 |" in text
+    assert ("| t/enable | passes | vanilla → patched | 1 | +0.0 % | "
+            "1 no noise estimate (1 run) | 0 |") in text
+    assert "| t/enable | faults | vanilla → patched | 1 | +1570 from 0 | 1 exact | 0 |" in text
     assert "| t/gone | - | - | 0 | no data | - | 1 |" in text
 
 
@@ -38,9 +41,9 @@ def test_the_newest_runs_picture_is_the_latest_one(tmp_path):
     assert resultsindex.latest_picture(tmp_path).read_bytes() == b"new"
 
 
-def test_a_run_saved_without_a_picture_gets_one_drawn(tmp_path):
+def test_a_run_saved_without_a_picture_gets_one_drawn(tmp_path, matplotlib):
     from lab import scenarios
-    [sc] = scenarios.parse('[[scenario]]\nname = "enable"\narch = "arm64"\ncommand = "x"\n'
+    [sc] = scenarios.parse('[[scenario]]\nlevel = "full"\nname = "enable"\narch = "arm64"\ncommand = "x"\n'
                            'metrics = [ { name = "enable", regex = "e: (\\\\d+)" } ]\n', "t.toml")
     (tmp_path / "2026-11-23/qemu-2").mkdir(parents=True)
     (tmp_path / "2026-11-23/qemu-2/results.json").write_text(json.dumps(RUN))

@@ -1,0 +1,121 @@
+"""report.md of a bench run: one table per list of sides, each side against
+the baseline, then the errors and the harness's own phases.
+
+A cell says what kind of figure it compares (lab/scenarios.py: a time on
+the host's clock, emulated time under -icount, a count). Values that are
+exact (the scenario declares its counts exact, or each side repeated one
+value) are compared as they are: the difference, "exact", never a noise
+judgement, which has no noise to judge. A baseline of 0 has no % change:
+the cell gives the difference ("+1570"). The seed's published figure is
+the scenario's, so it stands on the scenario's first row.
+"""
+import math
+
+from lab import stats
+from lab.scenarios import COUNT, Scenario
+
+# What a count's noise verdict says: a count is fewer or more, not faster.
+COUNT_VERDICTS = {"faster": "fewer", "slower": "more"}
+
+ICOUNT_NOTE = ("(icount): QEMU ran with -icount shift=0 and one vCPU: a time is emulated time, "
+               "the instructions the guest's CPU emulated at 1 ns each: a repeatable count of "
+               "work, not a time on any real CPU.")
+COUNT_NOTE = ("Counts (KVM statistics, instructions, lock events, passes) are numbers of events. "
+              "\"exact\": both sides' values are exact (a scenario with exact_counts, or the same "
+              "value in every boot), and the change is the difference itself.")
+
+
+def fmt_value(x: float, kind: str) -> str:
+    """Times are seconds; counts are whole, or a mean of whole numbers."""
+    if kind == COUNT:
+        return f"{x:.0f}" if x == int(x) or abs(x) >= 100 else f"{x:.1f}"
+    return f"{x:.4f}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}"
+
+
+def fmt_difference(d: float, kind: str) -> str:
+    """b - a as it is: a count to the event, a time to the ns."""
+    if kind == COUNT:
+        text = f"{d:+.1f}".removesuffix(".0")
+    else:
+        text = f"{d:+.9f}".rstrip("0").rstrip(".") + " s"
+    return "0" if d == 0 else text
+
+
+def fmt_pct(p: float) -> str:
+    """One decimal, or two significant digits below 0.05 %: a difference
+    beyond noise never reads "+0.0 %" (qemu-100135: 0.2871 s against
+    0.2871 s, 54 us apart, was "+0.0 % slower")."""
+    if p == 0 or abs(p) >= 0.05:
+        return f"{p:+.1f} %"
+    return f"{p:+.{1 - math.floor(math.log10(abs(p)))}f} %"
+
+
+def change_cell(c: stats.Comparison, kind: str) -> str:
+    """The % change of the mean; with exact values the difference, and the
+    % beside it; with a baseline of 0 the difference alone."""
+    if math.isnan(c.change_pct) or c.change == 0:
+        return fmt_difference(c.change, kind)
+    # the digits that tell a change from none, where there is one
+    pct = fmt_pct(c.change_pct) if c.significant else f"{c.change_pct:+.1f} %"
+    return f"{fmt_difference(c.change, kind)} ({pct})" if c.exact else pct
+
+
+def verdict(c: stats.Comparison, kind: str) -> str:
+    return COUNT_VERDICTS.get(c.verdict, c.verdict) if kind == COUNT else c.verdict
+
+
+def _mean_sd(xs: list[float], kind: str) -> str:
+    return f"{fmt_value(stats.mean(xs), kind)} ± {fmt_value(stats.stdev(xs), kind)} ({len(xs)})"
+
+
+def side_cells(xa: list[float], xb: list[float], kind: str, exact: bool) -> list[str]:
+    """A side's columns against the baseline's values: mean ± sd (n),
+    change, vs noise."""
+    if not xa or not xb:
+        return [f"n={len(xb)}", "-", "missing data"]
+    c = stats.compare(xa, xb, exact)
+    return [_mean_sd(xb, kind), change_cell(c, kind), verdict(c, kind)]
+
+
+def render(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> str:
+    """Markdown of res (a bench.Results). sides overrides the scenarios'
+    labels (for two saved native runs, "A" and "B")."""
+    tables: dict[tuple[str, ...], list[str]] = {}
+    for sc in scs:
+        labels = sides or sc.labels
+        a, others = labels[0], labels[1:]
+        rows = tables.setdefault(labels, [])
+        cells = res.values.get(sc.key, {})
+        name = sc.key if sc.clock == "host" or sides else f"{sc.key} ({sc.clock})"
+        seed = sc.seed
+        if not cells:
+            rows.append(f"| {name} | - | - | - | " + "- | - | no data | " * len(others)
+                        + f"{seed} |")
+        for (metric, group), by_side in sorted(cells.items()):
+            kind, exact = sc.kind(metric), sc.exact(metric) and not sides
+            xa = by_side.get(a, [])
+            compared = [b for b in others if by_side.get(b)]
+            base = _mean_sd(xa, kind) if xa and compared else f"n={len(xa)}"
+            cols = [base] + [x for b in others
+                             for x in side_cells(xa, by_side.get(b, []), kind, exact)]
+            rows.append(f"| {name} | {metric} | {group} | " + " | ".join(cols) + f" | {seed} |")
+            seed = ""
+    out = []
+    for labels, rows in tables.items():
+        if out:
+            out.append("")
+        a, others = labels[0], labels[1:]
+        out += [f"| scenario | metric | case | {a} mean ± sd (n) | "
+                + "".join(f"{b} mean ± sd (n) | change | vs noise | " for b in others)
+                + "seed |", "|---" * (5 + 3 * len(others)) + "|", *rows]
+    if not sides and any(sc.clock == "icount" for sc in scs):   # native runs: no -icount
+        out += ["", ICOUNT_NOTE]
+    if any(sc.kind(m.name) == COUNT for sc in scs for m in sc.metrics):
+        out += ["", COUNT_NOTE]
+    errs = [f"- {k}: {e}" for k, es in res.errors.items() for e in es]
+    if errs:
+        out += ["", "Errors (cells above lack these runs):", *errs]
+    if res.phases:
+        out += ["", "| phase | wall time (s) | QEMU peak RSS (MiB) |", "|---|---|---|"]
+        out += [f"| {w} | {s:.0f} | {r >> 10 if r else '-'} |" for w, s, r in res.phases]
+    return "\n".join(out) + "\n"
