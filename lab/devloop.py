@@ -86,8 +86,8 @@ def shell(arch: str, boot: str | None, kernel_args: str,
     with lanes.BUILD_LOCK:
         kernel.build(b)
         install = selftests.build(b, src=src)
-    every = sorted(p.name for p in (install / "kvm").iterdir()
-                   if p.is_file() and p.name != "settings")
+    every = sorted({p.name for p in (install / "kvm").iterdir()
+                    if p.is_file() and p.name != "settings"} | initramfs.harness_tests())
     initrd = initramfs.pack(b, every, [f"kvm:{n}" for n in every],
                             {"shell": SHELL_SCRIPT.format(marker=markers.SHELL, boot=bt.name)},
                             paths.BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",

@@ -18,6 +18,16 @@ from lab.selftests import install_dir
 from lab.testlist import RETRIES_PER_BOOT, TestList
 
 GUEST_FILES = Path(__file__).parent / "guest"
+# Tests the harness owns, not the kernel tree (e.g. one that reads
+# /proc/lock_stat, which no kvm selftest upstream would): packed into the
+# guest's kvm collection beside the selftests, and named in the lists as they
+# are. One of them may not take the name of a file the selftests install.
+HARNESS_TESTS = GUEST_FILES / "kvm"
+
+
+def harness_tests() -> set[str]:
+    """The names of the harness's own tests, as the lists name them."""
+    return {str(f.relative_to(HARNESS_TESTS)) for f in HARNESS_TESTS.rglob("*") if f.is_file()}
 
 
 def busybox(debian_arch: str) -> Path:
@@ -96,8 +106,9 @@ def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],
          dest: Path, origin: str, selftests_of: Build | None = None,
          install: Path | None = None) -> Path:
     """Write a gzipped newc initramfs: busybox, init, kselftest's runner, the
-    named files of the kvm collection (of selftests_of, default b), and the
-    boot scripts init chooses from by lab.boot=."""
+    named files of the kvm collection (of selftests_of, default b) or of the
+    harness's own tests (HARNESS_TESTS), and the boot scripts init chooses
+    from by lab.boot=."""
     src = install or install_dir(selftests_of or b)
     if not (src / "run_kselftest.sh").exists():
         raise LabError(f"initramfs {b.name}: no kselftest install in {src}; build the selftests first")
@@ -119,12 +130,21 @@ def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],
         shutil.copy2(src / "run_kselftest.sh", ks)
         shutil.copytree(src / "kselftest", ks / "kselftest")
         shutil.copy2(src / "kvm" / "settings", ks / "kvm")
+        ours = harness_tests()
         for name in sorted(set(files)):
             f = src / "kvm" / name
-            if not f.exists():
+            if name in ours:
+                if f.exists():
+                    raise LabError(f"{HARNESS_TESTS / name}: the kvm selftests of {b.name} "
+                                   f"install a file of that name too ({f}); rename the "
+                                   f"harness's test")
+                f = HARNESS_TESTS / name
+            elif not f.exists():
                 raise LabError(f"{origin} names {name}, which the kvm selftests of "
                                f"{b.name} do not install ({src / 'kvm'})")
             shutil.copy2(f, ks / "kvm" / name)
+            if name in ours:        # the runner runs what is executable only
+                os.chmod(ks / "kvm" / name, 0o755)
         (ks / "kselftest-list.txt").write_text("".join(f"{x}\n" for x in sorted(set(listed))))
         for name, text in scripts.items():
             (root / "lab/boots" / f"{name}.sh").write_text(text)

@@ -249,6 +249,12 @@ def for_variant(tl: testlist.TestList, variant: str, installed: set[str]) -> tes
     return tl.in_build(installed) if variant == "vanilla" else tl
 
 
+def available(install: Path) -> set[str]:
+    """What a boot can run: the files of the install's kvm collection and the
+    harness's own tests (initramfs.HARNESS_TESTS), which every build has."""
+    return selftests.installed(install) | initramfs.harness_tests()
+
+
 def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
                debug: bool = True, config: str = "", dest: Path | None = None,
                selftests_src: Path | None = None) -> tuple[Build, Path, testlist.TestList]:
@@ -260,7 +266,7 @@ def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
     with lanes.BUILD_LOCK:
         kernel.build(b)
         install = selftests.build(b, src=selftests_src)
-        tl = for_variant(tl, variant, selftests.installed(install))
+        tl = for_variant(tl, variant, available(install))
         initrd = initramfs.build(b, tl, dest or paths.BUILD / f"initramfs-{b.name}.cpio.gz",
                                  install)
     return b, initrd, tl

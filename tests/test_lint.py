@@ -28,5 +28,5 @@ def test_ruff():
 def test_shellcheck_of_the_guest_files():
     if not shutil.which("shellcheck"):
         pytest.skip("shellcheck is not installed: make deps installs it (apt: shellcheck)")
-    files = sorted(str(Path(f).relative_to(paths.ROOT)) for f in GUEST.iterdir())
+    files = sorted(str(Path(f).relative_to(paths.ROOT)) for f in GUEST.rglob("*") if f.is_file())
     assert not failed(["shellcheck", *files])
