@@ -46,6 +46,9 @@ HOLDER=./dirty_log_perf_test
 ARGS=${*:-"-b 8M -v 2 -i 1000000"}
 out=/tmp/aging_mmu_lock_test.$$
 pid=
+# What the test changes, put back as found at exit.
+old_lock_stat=
+old_tracing_on=
 
 say() { echo "aging_mmu_lock_test: $*"; }
 skip() { say "SKIP: $*"; exit "$KSFT_SKIP"; }
@@ -64,6 +67,8 @@ cleanup() {
 		echo 0 > "$TRACE/events/kvm/kvm_unmap_hva_range/enable"
 		echo > "$TRACE/trace"
 	fi
+	[ -z "$old_tracing_on" ] || echo "$old_tracing_on" > "$TRACE/tracing_on"
+	[ -z "$old_lock_stat" ] || echo "$old_lock_stat" > /proc/sys/kernel/lock_stat
 	rm -f "$out"
 }
 trap cleanup EXIT
@@ -101,12 +106,18 @@ age_everything() {
 	done < "$out.lruvecs"
 }
 
+# 0: every thread stopped; 1: not yet; 2: one of them died (Z or X).
 all_stopped() {
 	for stat in /proc/"$pid"/task/*/stat; do
 		state=$(sed 's/^.*) \(.\).*/\1/' "$stat" 2>/dev/null)
-		case $state in T | t) ;; *) return 1 ;; esac
+		case $state in T | t) ;; Z | X | "") return 2 ;; *) return 1 ;; esac
 	done
 }
+
+# Waits of their own, well inside the test's timeout, so that a VM that
+# hangs or dies says so instead of using the whole timeout.
+POPULATE_SECONDS=90
+STOP_SECONDS=20
 
 [ -r "$LOCK_STAT" ] || skip "no $LOCK_STAT: the kernel lacks CONFIG_LOCK_STAT (configs/lock-stat.config)"
 { [ -w "$LRU_GEN" ] && [ -r /sys/kernel/mm/lru_gen/enabled ]; } ||
@@ -116,23 +127,39 @@ all_stopped() {
 	skip "the multi-gen LRU does not walk page tables (lru_gen/enabled $(cat /sys/kernel/mm/lru_gen/enabled))"
 [ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE" 2>/dev/null
 [ -d "$TRACE/events/kvm/kvm_age_hva" ] || skip "no KVM trace events in $TRACE"
-[ -x "$HOLDER" ] || skip "no $HOLDER beside this script"
+[ -x "$HOLDER" ] || fail "no $HOLDER beside this script: the kvm selftests are not installed with it"
 # lockdep turns itself off for good after its first splat: lock_stat then
 # counts nothing, and zero write acquisitions would prove nothing.
 debug_locks=$(awk '$1 == "debug_locks:" { print $2 }' /proc/lockdep_stats 2>/dev/null)
 [ "$debug_locks" = 1 ] || fail "lockdep is off (debug_locks '$debug_locks' in /proc/lockdep_stats): lock_stat counts nothing"
+old_lock_stat=$(cat /proc/sys/kernel/lock_stat)
 echo 1 > /proc/sys/kernel/lock_stat
+old_tracing_on=$(cat "$TRACE/tracing_on")
 
 say "the VM: $HOLDER $ARGS"
 # shellcheck disable=SC2086 # ARGS is a list of arguments
 $HOLDER $ARGS > "$out" 2>&1 &
 pid=$!
+waited=0
 while ! grep -q "Populate memory time" "$out"; do
 	kill -0 "$pid" 2>/dev/null || { cat "$out"; pid=; fail "$HOLDER ended before populating its memory"; }
+	[ "$waited" -lt "$POPULATE_SECONDS" ] ||
+		{ cat "$out"; fail "$HOLDER did not populate its memory in $POPULATE_SECONDS s"; }
 	sleep 1
+	waited=$((waited + 1))
 done
 kill -STOP "$pid"
-while ! all_stopped; do sleep 1; done
+waited=0
+while :; do
+	all_stopped
+	case $? in
+	0) break ;;
+	2) cat "$out"; fail "a thread of $HOLDER died after SIGSTOP" ;;
+	esac
+	[ "$waited" -lt "$STOP_SECONDS" ] || fail "$HOLDER's threads did not all stop in $STOP_SECONDS s"
+	sleep 1
+	waited=$((waited + 1))
+done
 vm=
 for d in /sys/kernel/debug/kvm/"$pid"-*; do [ -d "$d" ] && vm=$d; done
 [ -n "$vm" ] || fail "no debugfs directory of $HOLDER's VM in /sys/kernel/debug/kvm"
