@@ -10,7 +10,9 @@ spread. A bar within that noise is grey whatever its size (a +13 % within
 noise is no regression); beyond it a time is green (faster) or red
 (slower), a count blue (its direction is good or bad by metric). Exact
 values (stats.compare) have no spread: a change is grey only if there is
-none. A baseline of 0 has no % change, and no bar (report.md gives the
+none. With one run on a side there is no noise to judge against: such a
+bar is orange, neither "within noise" nor a verdict, whatever its size.
+A baseline of 0 has no % change, and no bar (report.md gives the
 difference). Beside a bar, a black diamond: the seed's published change,
 where the scenario's seed text gives one.
 
@@ -29,7 +31,11 @@ PANELS = (HOST_TIME, EMULATED_TIME, COUNT)
 TITLES = {HOST_TIME: "times on the host's clock (noisy): % change of the mean",
           EMULATED_TIME: "emulated time (-icount, 1 ns an instruction): % change of the mean",
           COUNT: "counts (KVM stats, instructions, lock events): % change; exact: no spread"}
-GREY, GREEN, RED, BLUE = "0.75", "tab:green", "tab:red", "tab:blue"
+GREY, GREEN, RED, BLUE, ORANGE = "0.75", "tab:green", "tab:red", "tab:blue", "tab:orange"
+# What each colour says, for the legend (in this order, those a panel uses).
+MEANINGS = {GREY: "within noise, or no change", GREEN: "faster beyond noise",
+            RED: "slower beyond noise", BLUE: "count changed beyond noise",
+            ORANGE: "no noise estimate (1 run a side)"}
 
 # "1.66 s (2 passes) -> 0.307 s", "2.90 s (zap, before) -> 0.112 s", "~4 s -> ~3 s"
 PAIR_RE = re.compile(r"~?(\d+(?:\.\d+)?)\s*(?:[a-z]+\b)?\s*(?:\([^)]*\)\s*)*->\s*~?(\d+(?:\.\d+)?)")
@@ -49,6 +55,8 @@ class Bar:
 
 
 def colour(c: stats.Comparison, kind: str) -> str:
+    if not c.exact and min(c.a_n, c.b_n) < 2:
+        return ORANGE
     if not c.significant:
         return GREY
     if kind == COUNT:
@@ -125,6 +133,7 @@ def draw(found: list[Bar], dest: Path) -> Path | None:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
     except ImportError:
         say("bench: matplotlib is not installed; no plot (make venv installs it)")
         return None
@@ -138,11 +147,13 @@ def draw(found: list[Bar], dest: Path) -> Path | None:
         ys = range(len(mine))
         ax.barh(ys, [x.change for x in mine], xerr=[x.spread for x in mine], capsize=3,
                 color=[x.colour for x in mine], error_kw={"elinewidth": 0.8})
+        handles = [Patch(color=c, label=MEANINGS[c]) for c in MEANINGS
+                   if any(x.colour == c for x in mine)]
         seeded = [(x.seed, y) for x, y in zip(mine, ys, strict=True) if x.seed is not None]
         if seeded:
             ax.scatter([s for s, _ in seeded], [y for _, y in seeded], marker="D", color="black",
                        s=18, zorder=3, label="seed's published change")
-            ax.legend(fontsize=7, loc="lower right")
+        ax.legend(handles=handles + ax.get_legend_handles_labels()[0], fontsize=7, loc="best")
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_yticks(list(ys), [x.label for x in mine], fontsize=7)
         ax.invert_yaxis()
@@ -154,8 +165,7 @@ def draw(found: list[Bar], dest: Path) -> Path | None:
         what = f"{b} vs {a}"
     else:
         what = "each side vs its scenario's baseline (on its bar: B vs A)"
-    fig.suptitle(f"{what}: change of the mean ± 2 standard errors, grey within that noise "
-                 "or no change", fontsize=10)
+    fig.suptitle(f"{what}: change of the mean ± 2 standard errors", fontsize=10)
     fig.tight_layout()
     fig.savefig(dest, dpi=100)
     plt.close(fig)

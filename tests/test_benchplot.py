@@ -84,13 +84,15 @@ def test_bars_within_noise_are_grey_and_counts_have_their_own_panel(scs):
     assert round(pass_.seed, 1) == -96.7 and round(wall.seed, 1) == -1.0
 
 
-def test_faster_beyond_noise_is_green_and_one_run_a_side_is_noise(scs):
+def test_faster_beyond_noise_is_green_and_one_run_a_side_has_its_own_colour(scs):
     res = results("t/split", {"execute": ([2.0, 2.1, 2.0], [1.0, 1.1, 1.0]),
                               "populate": ([2.0], [1.0])})
     got = {b.label: b for b in benchplot.bars([scs["split"]], res)}
     assert got["t/split: execute"].colour == benchplot.GREEN
-    # no noise estimate from one run a side: nothing stands out
-    assert got["t/split: populate"].colour == benchplot.GREY
+    # no noise estimate from one run a side: neither "within noise" (grey)
+    # nor a verdict, however large the change
+    assert got["t/split: populate"].colour == benchplot.ORANGE
+    assert benchplot.MEANINGS[benchplot.ORANGE].startswith("no noise estimate")
 
 
 def test_two_saved_runs_have_no_seed_and_name_their_sides(scs):
