@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from lab import (base, bench, deps, devloop, kernel, mail, passsets, paths, profile, report,
-                 resultsindex, scenarios, selftests, suite, testlist, tree, variants)
+                 resultsindex, scenarios, selftests, suite, testlist, topics, tree, variants)
 from lab.progress import LabError, say
 
 
@@ -16,9 +16,24 @@ def cmd_base(args):
     print(f"{label}: {src}")
 
 
+def cmd_bases(args):
+    for name in base.names():
+        if args.long:
+            b = base.load(name)
+            default = " (default)" if name == paths.DEFAULT_BASE else ""
+            print(f"{name}{default}: {b.label}, {b.where}")
+        else:
+            print(name)
+
+
 def cmd_tree(args):
     src, label = base.source()
+    tree.old_tree(args.force)
     tree.make_tree(src, label, force=args.force)
+
+
+def cmd_topics(args):
+    print(topics.render(topics.compare(paths.ROOT / "patches", base.names())), end="")
 
 
 def cmd_export(args):
@@ -148,8 +163,17 @@ def cmd_bench_report(args):
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
+    p.add_argument("--base", help="the base to work on (bases/<name>.toml), as LAB_BASE "
+                   f"says (make BASE=<name>); default {paths.DEFAULT_BASE}")
     sub.add_parser("base", help="fetch and verify the base tarball").set_defaults(fn=cmd_base)
-    t = sub.add_parser("tree", help="build/linux = base + patches/series")
+    bs = sub.add_parser("bases", help="the bases, the default first (make test's order)")
+    bs.add_argument("--long", action="store_true", help="with each one's package and suite")
+    bs.set_defaults(fn=cmd_bases)
+    sub.add_parser("topics", help="per topic, the bases that carry it and, per patch, "
+                   "whether another base's version is the same change, a port (same "
+                   "subject) or none; patches/topics.toml says why a topic is on one base"
+                   ).set_defaults(fn=cmd_topics)
+    t = sub.add_parser("tree", help="build/<base>/linux = the base + patches/<base>/series")
     t.add_argument("--force", action="store_true", help="discard unexported work in the tree")
     t.set_defaults(fn=cmd_tree)
     sub.add_parser("export", help="write the tree's commits to patches/").set_defaults(fn=cmd_export)
@@ -264,9 +288,26 @@ def disk_full(e: OSError) -> str:
             f"free some, or point LAB_BUILD (build/) or LAB_CACHE elsewhere")
 
 
+def rerun_for(wanted: str | None, argv: list[str]) -> list[str] | None:
+    """--base names another base than the one lab/paths.py placed
+    everything for (LAB_BASE's): the command line to run again, with
+    LAB_BASE set; None if this process is the right one."""
+    if not wanted or wanted == paths.BASE:
+        return None
+    return [sys.executable, "-m", "lab", *argv]
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    again = rerun_for(args.base, argv)
+    if again:
+        os.environ["LAB_BASE"] = args.base
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(paths.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+        os.execv(again[0], again)
     try:
+        base.check_name(paths.BASE)
         return args.fn(args) or 0
     except LabError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -56,7 +56,7 @@ def run(arch: str, boot: str | None, tests: str, args: str | None,
     src = selftests.check_source(selftests_src) if selftests_src else None
     # Several people run make run at once: an initramfs and a log of its own.
     tag = f"run-{os.getpid()}"
-    initrd = paths.BUILD / f"initramfs-{arch}-{tag}.cpio.gz"
+    initrd = paths.BASE_BUILD / f"initramfs-{arch}-{tag}.cpio.gz"
     try:
         b, initrd, tl = testrun.build_arch(prof, tl, variant, config=bt.config,
                                            dest=initrd, selftests_src=src)
@@ -90,7 +90,7 @@ def shell(arch: str, boot: str | None, kernel_args: str,
                     if p.is_file() and p.name != "settings"} | initramfs.harness_tests())
     initrd = initramfs.pack(b, every, [f"kvm:{n}" for n in every],
                             {"shell": SHELL_SCRIPT.format(marker=markers.SHELL, boot=bt.name)},
-                            paths.BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",
+                            paths.BASE_BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",
                             "make shell", install=install)
     argv = prof.qemu_argv(b.image, initrd,
                           f"lab.boot=shell {bt.cmdline}".strip(), serial="mon:stdio",

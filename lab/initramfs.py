@@ -1,7 +1,8 @@
 """The guest's initramfs: busybox-static, the curated kvm selftests, an init.
 
 busybox comes from Debian's busybox-static for the guest's architecture,
-fetched with apt-get download (so arm64's needs no multiarch install).
+fetched with apt-get download from the machine's own sources (so arm64's
+needs no multiarch install), under lab/apt.py's lock.
 """
 import gzip
 import os
@@ -11,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lab import base, deps, markers, paths
+from lab import apt, deps, markers, paths
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.selftests import install_dir
@@ -41,9 +42,9 @@ def busybox(debian_arch: str) -> Path:
     say(f"initramfs: fetching busybox-static:{debian_arch} with apt-get")
     paths.CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=paths.CACHE) as tmp:
-        deb = base.apt_download(f"busybox-static:{debian_arch}", Path(tmp))
+        deb = apt.download(f"busybox-static:{debian_arch}", Path(tmp))
         part = Path(tmp) / "busybox"
-        base.deb_member(deb, "bin/busybox", part)
+        apt.deb_member(deb, "bin/busybox", part)
         part.chmod(0o755)
         part.rename(cached)
     return cached

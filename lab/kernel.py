@@ -51,7 +51,7 @@ class Build:
 
     @property
     def link(self) -> Path:
-        return paths.BUILD / self.name
+        return paths.BASE_BUILD / self.name
 
     @property
     def image(self) -> Path:
@@ -90,7 +90,7 @@ class Build:
     @property
     def lock(self) -> Path:
         """Held while anything builds into out (progress.exclusive)."""
-        return paths.BUILD / "locks" / f"{self.name}.lock"
+        return paths.BASE_BUILD / "locks" / f"{self.name}.lock"
 
 
 def requested_options(fragments: list[Path]) -> dict[str, str]:
@@ -175,6 +175,6 @@ def _build(b: Build) -> Path:
                       explain=compiler_errors)
     if b.link.is_symlink() or b.link.exists():
         b.link.unlink()
-    b.link.symlink_to(b.out.relative_to(paths.BUILD))
+    b.link.symlink_to(b.out.relative_to(paths.BASE_BUILD))
     say(f"kernel {b.name}: built in {secs:.0f} s -> {b.link / b.profile.image}")
     return b.image

@@ -94,7 +94,7 @@ def topics() -> list[str]:
 
 
 def make_series(topic: str, version: int, ident: tuple[str, str],
-                out_root: Path = paths.BUILD / "series") -> Path:
+                out_root: Path = paths.BASE_BUILD / "series") -> Path:
     entries = series.load(paths.PATCHES)
     mine = [e for e in entries if e.topic == topic]
     if not mine:
@@ -104,10 +104,10 @@ def make_series(topic: str, version: int, ident: tuple[str, str],
         raise LabError(f"{cover_file} is missing: a topic is mailed with its cover letter")
     subject, body = cover_parts(cover_file.read_text())
     name, email = ident
-    src = tree.ensure_worktree(paths.TREE, paths.BUILD / "mail-src", keep=True)
+    src = tree.ensure_worktree(paths.TREE, paths.BASE_BUILD / "mail-src", keep=True)
     # The series up to the topic, the topic's own patches signed by the sender.
     upto = entries[:entries.index(mine[-1]) + 1]
-    staged = paths.BUILD / "mail-patches"
+    staged = paths.BASE_BUILD / "mail-patches"
     if staged.exists():
         shutil.rmtree(staged)
     for e in upto:

@@ -69,11 +69,12 @@ LOCK_WAIT = 45 * 60
 
 
 @contextlib.contextmanager
-def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT):
+def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT, doing: str = "build"):
     """Hold an flock on lock: make run, make test and make kernel of one
     kernel, started by different people, must not build into the same
     directory at once (they did, 2026-11-24: make kernel relinked vmlinux
-    while make run built the selftests against its headers)."""
+    while make run built the selftests against its headers). doing: what
+    the holder does, in the messages (lab/apt.py: "apt command")."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+") as f:
         deadline = time.monotonic() + wait
@@ -84,10 +85,10 @@ def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise LabError(f"{what}: another build held {lock} for {wait / 60:.0f} min; "
+                    raise LabError(f"{what}: another {doing} held {lock} for {wait / 60:.0f} min; "
                                    f"is it stuck? (its pid: {lock.read_text().strip() or '?'})") from None
                 if not told:
-                    say(f"{what}: waiting for another build of it (pid "
+                    say(f"{what}: waiting for another {doing} to end (pid "
                         f"{lock.read_text().strip() or '?'}, lock {lock})")
                     told = True
                 time.sleep(2)

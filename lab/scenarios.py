@@ -260,7 +260,7 @@ def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
     return out
 
 
-def load_all(directory: Path = paths.ROOT / "bench", configs: Path = paths.CONFIGS
+def load_all(directory: Path = paths.BENCH, configs: Path = paths.CONFIGS
              ) -> list[Scenario]:
     """Every scenario of directory's *.toml but variants.toml, which declares
     the kernels their sides may boot besides vanilla and patched."""

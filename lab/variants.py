@@ -32,7 +32,7 @@ from lab import datafile, paths, series, tree
 from lab.datafile import Key
 from lab.progress import LabError, exclusive, say
 
-BENCH = paths.ROOT / "bench"
+BENCH = paths.BENCH
 FILE_NAME = "variants.toml"
 BEFORE = "before"                     # bench/before/: the bench-only patches
 BROKEN = "broken"                     # bench/broken/: kernels a test must fail on
@@ -149,7 +149,7 @@ def get(name: str) -> Variant:
 
 
 def tree_of(name: str) -> Path:
-    return paths.BUILD / "variants" / name
+    return paths.BASE_BUILD / "variants" / name
 
 
 def inputs_key(v: Variant, base_commit: str) -> str:
@@ -168,7 +168,7 @@ def ensure(v: Variant, source: Path | None = None) -> Path:
     dest = tree_of(v.name)
     if not (source / ".git").exists():
         raise LabError(f"{source} does not exist: run `make tree` first")
-    with exclusive(paths.BUILD / "locks" / f"variant-{v.name}.lock", f"variant {v.name}"):
+    with exclusive(paths.BASE_BUILD / "locks" / f"variant-{v.name}.lock", f"variant {v.name}"):
         base = tree.git(source, "rev-parse", f"{tree.BASE_TAG}^{{commit}}").strip()
         want = inputs_key(v, base)
         stamp = dest / ".git" / STAMP
