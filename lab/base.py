@@ -120,7 +120,7 @@ NOT_THERE = ("was not found", "Unable to locate", "Can't select", "has no instal
 def fetch_deb(b: Base, dest: Path) -> Path:
     """b's package from its suite, into dest, with the base's private apt
     configuration: apt-get update, then apt-get download package=version."""
-    if not Path(b.keyring).is_file():
+    if not Path(b.keyring).exists():
         raise LabError(f"base {b.name}: the keyring {b.keyring} that signs {b.where} is "
                        f"missing (apt: debian-archive-keyring)")
     options = apt.prepare(apt.root(b.name), b.sources_line)

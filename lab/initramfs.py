@@ -79,7 +79,7 @@ def boot_script(tests: TestList, boot: str) -> str:
     the host reports them from the list. Tests are numbered from 1, and
     lab.from=<n> on the command line starts at the n-th (a resumed boot).
     """
-    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}",
+    lines = [f"# generated from {tests.file}, boot {boot}",
              f"retries_left={RETRIES_PER_BOOT}", RUN_TEST,
              "from=$(sed -n 's/.*lab\\.from=\\([0-9]*\\).*/\\1/p' /proc/cmdline)"]
     for n, t in enumerate(runnable(tests, boot), 1):
@@ -100,7 +100,7 @@ def build(b: Build, tests: TestList, dest: Path, install: Path | None = None) ->
     files = [name for t in tests.tests if not t.skip for name in (t.name, *t.files)]
     listed = [f"kvm:{t.name}" for t in tests.tests if not t.skip]
     scripts = {boot.name: boot_script(tests, boot.name) for boot in tests.boots}
-    return pack(b, files, listed, scripts, dest, f"testlists/{tests.arch}.toml", install=install)
+    return pack(b, files, listed, scripts, dest, tests.file, install=install)
 
 
 def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],
