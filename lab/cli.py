@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, deps, devloop, kernel, mail, passsets, paths, profile, report,
+from lab import (base, bench, datafile, deps, devloop, kernel, mail, passsets, paths, profile, report,
                  resultsindex, scenarios, selftests, suite, testlist, topics, tree, variants)
 from lab.progress import LabError, say
 
@@ -40,7 +40,9 @@ def cmd_export(args):
     if not (paths.TREE / ".git").exists():
         raise LabError(f"{paths.TREE} does not exist: nothing to export (make tree)")
     changed = tree.export(paths.TREE, paths.PATCHES)
-    say("export: " + (f"wrote {', '.join(changed)}" if changed else "patches/ already up to date"))
+    where = datafile.origin(paths.PATCHES)
+    say("export: " + (f"wrote {', '.join(changed)} in {where}/" if changed
+                      else f"{where}/ already up to date"))
 
 
 def _build(args) -> kernel.Build:
@@ -116,6 +118,9 @@ def cmd_list(args):
 
 def cmd_bench(args):
     known = scenarios.load_all()
+    if not known:
+        raise LabError(f"bench: base {paths.BASE} has no scenario yet "
+                       f"({datafile.origin(paths.BENCH)}/<topic>.toml)")
     scs = scenarios.select(known, args.scenario, args.level)
     if args.plan:
         print(bench.plan_text(scs, known), end="")
@@ -212,11 +217,11 @@ def parser() -> argparse.ArgumentParser:
     se.set_defaults(fn=cmd_series)
     r = sub.add_parser("run", help="run some tests in one boot of the test kernel (make run)")
     r.add_argument("--arch", default="x86_64", choices=profile.arches())
-    r.add_argument("--boot", help="a boot of testlists/<arch>.toml")
+    r.add_argument("--boot", help="a boot of testlists/<base>/<arch>.toml")
     r.add_argument("--test", required=True, help="test names, comma separated")
     r.add_argument("--args", help="the tests' arguments, in place of the list's")
     r.add_argument("--kernel-args", default="", help="added to the boot's command line")
-    r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/linux) whose "
+    r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/<base>/linux) whose "
                    "kvm selftests to run, built against the test kernel's headers")
     r.add_argument("--variant", default="patched",
                    help="the kernel: patched (make test's), vanilla or a variant of "
@@ -225,7 +230,7 @@ def parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("shell", help="the test guest's console, every kvm selftest in "
                         "/kselftest/kvm (make shell)")
     sh.add_argument("--arch", default="x86_64", choices=profile.arches())
-    sh.add_argument("--boot", help="a boot of testlists/<arch>.toml (default: its first)")
+    sh.add_argument("--boot", help="a boot of testlists/<base>/<arch>.toml (default: its first)")
     sh.add_argument("--kernel-args", default="", help="added to the boot's command line")
     sh.add_argument("--selftests", help="as for run")
     sh.add_argument("--variant", default="patched", help="as for run")
