@@ -30,7 +30,8 @@
 #   python3 -m lab parse <console.log>   judge a saved console again (python3 -m lab --help)
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
-# your own source as the base instead of bases/<base>.toml's Debian package.
+# your own source as the base instead of bases/<base>.toml's Debian package;
+# JOBS=n: make -jn for the kernel and selftests builds (a shared machine).
 
 ARCH    ?= x86_64
 VARIANT ?= patched
@@ -45,6 +46,8 @@ export LAB_BASE := $(BASE)
 # make test's bases: BASE, else every base, the default first (python3 -m lab bases).
 TEST_BASES = $(or $(BASE),$(shell $(LAB) bases))
 export LAB_BASE_TARBALL := $(BASE_TARBALL)
+# make's -j of the kernel and selftests builds (default: the cores and one).
+export LAB_JOBS := $(JOBS)
 export LAB_BASE_TREE := $(BASE_TREE)
 # make check redoes the per-patch builds that passed before with the same inputs.
 export LAB_CHECK_REBUILD := $(CHECK_REBUILD)

@@ -59,7 +59,14 @@ def compiler_errors(text: str) -> list[str]:
     return [line for line in text.splitlines() if any(k in line for k in keys)][:15]
 
 
-def jobs() -> int:
+def jobs(environ=os.environ) -> int:
+    """make's -j for kernel and selftests builds: the cores and one, or
+    LAB_JOBS (make ... JOBS=n) on a machine others share."""
+    want = environ.get("LAB_JOBS", "").strip()
+    if want:
+        if not want.isdigit() or int(want) < 1:
+            raise LabError(f"LAB_JOBS={want}: a number of make jobs, 1 or more")
+        return int(want)
     return (os.cpu_count() or 1) + 1
 
 
