@@ -81,6 +81,8 @@ def cmd_series(args):
 
 
 def cmd_test(args):
+    say(f"test: base {paths.BASE} ({datafile.origin(paths.PATCHES)}/series, "
+        f"{datafile.origin(paths.TESTLISTS)}/)")
     reports = suite.run(args.arch or profile.arches(), args.boot, args.full,
                         args.variant, not args.no_debug, not args.no_check, args.jobs)
     code = report.show(reports, "test", args.variant)

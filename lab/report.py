@@ -33,8 +33,10 @@ def show(reports: list, kind: str | None, variant: str = "patched") -> int:
 def summary(reports: list, variant: str) -> list:
     """summary.json: one entry per boot. Each names the variant (vanilla or
     patched kernel and selftests) so that lab/passsets.py can tell the two
-    runs apart; the file stays a list, as it was before it did."""
-    return [{"boot": r.label, "variant": variant, "seconds": round(r.seconds, 1),
+    runs apart; the file stays a list, as it was before it did) and the
+    base (a summary without it is the default base's)."""
+    return [{"boot": r.label, "base": paths.BASE, "variant": variant,
+             "seconds": round(r.seconds, 1),
              "qemu_peak_rss_kib": r.peak_rss_kib, "qemu_cpu_seconds": round(r.cpu_seconds, 1),
              "console_log": r.log, "problems": r.problems, "notes": r.notes,
              "tests": [{"name": lbl, "status": res.status, "detail": res.detail}
