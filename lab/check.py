@@ -407,7 +407,7 @@ def check_bisect(src: Path, patches_dir: Path, entries: list, rep: Report,
 
 
 def run() -> Report:
-    """The whole check of patches/, on the base of build/linux."""
+    """The whole check of patches/, on the base of build/<base>/linux."""
     rep = Report()
     entries = series.load(paths.PATCHES)
     if not entries:

@@ -208,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
     ps = sub.add_parser("passes", help="two saved make test runs side by side, boot by boot: "
                         "each test's result in either, the differences marked (* ), the "
                         "counts per boot; e.g. a patched run and a vanilla one")
-    ps.add_argument("a", help="a results directory, e.g. build/results/test-<time>")
+    ps.add_argument("a", help="a results directory, e.g. build/<base>/results/test-<time>")
     ps.add_argument("b", help="the other one")
     ps.set_defaults(fn=cmd_passes)
     sub.add_parser("check", help="checkpatch, git am and quilt, each patch built alone"
@@ -227,7 +227,7 @@ def parser() -> argparse.ArgumentParser:
                    "kvm selftests to run, built against the test kernel's headers")
     r.add_argument("--variant", default="patched",
                    help="the kernel: patched (make test's), vanilla or a variant of "
-                   "bench/variants.toml, with its own selftests")
+                   "bench/<base>/variants.toml, with its own selftests")
     r.set_defaults(fn=cmd_run)
     sh = sub.add_parser("shell", help="the test guest's console, every kvm selftest in "
                         "/kselftest/kvm (make shell)")
@@ -239,7 +239,7 @@ def parser() -> argparse.ArgumentParser:
     sh.set_defaults(fn=cmd_shell)
     pa = sub.add_parser("parse", help="judge a saved console log again with today's list, "
                         "[[flaky]] entries and splat scan: the same KTAP, exit 1 on a failure")
-    pa.add_argument("console", help="a console log, e.g. build/logs/boot-<build>-<boot>.log")
+    pa.add_argument("console", help="a console log, e.g. build/<base>/logs/boot-<build>-<boot>.log")
     pa.add_argument("--arch", choices=profile.arches(),
                     help="default: the arch whose QEMU or console device the log shows")
     pa.add_argument("--boot", help="default: the boot the log's LAB-BOOT line names")
@@ -277,9 +277,9 @@ def parser() -> argparse.ArgumentParser:
         else:
             s.add_argument("--arch", default="x86_64", choices=profile.arches())
             # A bench variant's name is checked when it builds (variants.get):
-            # a broken bench/variants.toml must not stop every command.
+            # a broken bench/<base>/variants.toml must not stop every command.
             s.add_argument("--variant", default="patched",
-                           help="vanilla, patched or a variant of bench/variants.toml")
+                           help="vanilla, patched or a variant of bench/<base>/variants.toml")
             s.add_argument("--debug", action="store_true", help="merge configs/debug.config")
         s.set_defaults(fn=fn)
     return p

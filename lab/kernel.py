@@ -1,14 +1,14 @@
 """Configure and build one kernel: ARCH x VARIANT x debug.
 
-VARIANT is vanilla (build/vanilla-src, the base), patched (build/linux, the
+VARIANT is vanilla (build/<base>/vanilla-src, the base), patched (build/<base>/linux, the
 series), check (make check's worktree) or a bench variant of
-bench/variants.toml (build/variants/<name>, lab/variants.py).
+bench/<base>/variants.toml (build/<base>/variants/<name>, lab/variants.py).
 
 The object directory is a direct subdirectory of its source tree
-(build/linux/.out-x86_64-patched), because only then does kbuild call the
+(build/<base>/linux/.out-x86_64-patched), because only then does kbuild call the
 source ".." instead of an absolute path: the vanilla, patched and variant
 trees then compile with identical command lines and ccache shares every
-unchanged object. build/<arch>-<variant>[-debug] is a symlink to it.
+unchanged object. build/<base>/<arch>-<variant>[-debug] is a symlink to it.
 """
 import os
 import re

@@ -1,6 +1,6 @@
 """Progress lines with elapsed time, logged subprocesses, and the one error type.
 
-Every long step goes through run_logged(): its output lands in build/logs/ and
+Every long step goes through run_logged(): its output lands in build/<base>/logs/ and
 a failure names the step, the log and the lines that explain it.
 """
 import contextlib

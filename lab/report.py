@@ -1,6 +1,6 @@
 """The end of make test, make run, make check and lab parse: the boots'
 reports printed as one KTAP document, their notes and failures, the counts,
-and a copy in build/results/<kind>-<time>/ (ktap.txt, summary.json)."""
+and a copy in build/<base>/results/<kind>-<time>/ (ktap.txt, summary.json)."""
 import json
 import sys
 import time
@@ -11,7 +11,7 @@ from lab.progress import say
 
 def show(reports: list, kind: str | None, variant: str = "patched") -> int:
     """Print the reports' KTAP, notes, failures and counts; keep them in
-    build/results/<kind>-<time>/ (kind None: nothing is kept). The exit
+    build/<base>/results/<kind>-<time>/ (kind None: nothing is kept). The exit
     code: 1 on any failed test or problem."""
     rows = [row for r in reports for row in r.rows]
     text = ktap.render(rows)

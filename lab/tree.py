@@ -61,7 +61,7 @@ def base_cache(source: Path) -> Path | None:
 
 def clone_base(source: Path, tree: Path, label: str) -> None:
     """tree as a clone of the base commit of source (the cached import, or
-    build/linux for a bench variant), its objects hard-linked, not copied,
+    build/<base>/linux for a bench variant), its objects hard-linked, not copied,
     on a branch "series" at the base."""
     try:
         subprocess.run(["git", "clone", "-q", "--no-checkout", str(source), str(tree)],
