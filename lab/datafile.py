@@ -1,8 +1,8 @@
 """The one reader of the data files: TOML checked against the keys its user declares.
 
 testlists/<base>/*.toml, bench/<base>/*.toml, lab/arch_profiles/*.toml,
-bases/*.toml and patches/topics.toml are
-facts the harness acts on, and a typo in one must stop it, not run another
+bases/*.toml and patches/topics.toml are facts the harness acts on, and a
+typo in one must stop it, not run another
 experiment: a [[boot]] with `cmd_line =` would boot with no command line (the
 TDP MMU where the legacy MMU was meant), `repeat = 3` in a scenario would run
 the default 5. So each module that owns a file kind declares its tables here
