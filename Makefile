@@ -112,6 +112,7 @@ series: tree
 # Then each base's run, one after the other (each keeps both cores busy);
 # every base runs, and the exit code is 0 only if every base passed.
 test: deps
+	@test -n "$(TEST_BASES)" || { echo "error: no base to test ($(LAB) bases named none)"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 pytest $(addprefix tree-,$(TEST_BASES))
 	@rc=0; failed=; for b in $(TEST_BASES); do \
 		LAB_BASE=$$b $(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) \
