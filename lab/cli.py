@@ -6,8 +6,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, datafile, deps, devloop, kernel, mail, passsets, paths, profile, report,
-                 resultsindex, scenarios, selftests, suite, testlist, topics, tree, variants)
+from lab import (base, bench, datafile, deps, devloop, kernel, mail, passsets, paths, profile,
+                 report, resultsindex, scenarios, selftests, suite, testlist, topics, tree,
+                 variants)
 from lab.progress import LabError, say
 
 
@@ -223,8 +224,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--test", required=True, help="test names, comma separated")
     r.add_argument("--args", help="the tests' arguments, in place of the list's")
     r.add_argument("--kernel-args", default="", help="added to the boot's command line")
-    r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/<base>/linux) whose "
-                   "kvm selftests to run, built against the test kernel's headers")
+    r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/<base>/linux) "
+                   "whose kvm selftests to run, built against the test kernel's headers")
     r.add_argument("--variant", default="patched",
                    help="the kernel: patched (make test's), vanilla or a variant of "
                    "bench/<base>/variants.toml, with its own selftests")
@@ -239,7 +240,8 @@ def parser() -> argparse.ArgumentParser:
     sh.set_defaults(fn=cmd_shell)
     pa = sub.add_parser("parse", help="judge a saved console log again with today's list, "
                         "[[flaky]] entries and splat scan: the same KTAP, exit 1 on a failure")
-    pa.add_argument("console", help="a console log, e.g. build/<base>/logs/boot-<build>-<boot>.log")
+    pa.add_argument("console", help="a console log, e.g. "
+                    "build/<base>/logs/boot-<build>-<boot>.log")
     pa.add_argument("--arch", choices=profile.arches(),
                     help="default: the arch whose QEMU or console device the log shows")
     pa.add_argument("--boot", help="default: the boot the log's LAB-BOOT line names")
