@@ -126,7 +126,10 @@ def fetch_deb(b: Base, dest: Path) -> Path:
     options = apt.prepare(apt.root(b.name), b.sources_line)
     say(f"base {b.name}: fetching {b.package}={b.version} from {b.where} (apt, "
         f"configuration in {apt.root(b.name)})")
-    apt.update(options, b.where)
+    try:
+        apt.update(options, b.where)
+    except LabError as e:
+        raise LabError(f"base {b.name}: {e}") from e
     try:
         return apt.download(f"{b.package}={b.version}", dest, options, b.where)
     except LabError as e:

@@ -139,7 +139,7 @@ exit 0
     with pytest.raises(LabError) as e:
         base.fetch_deb(b, tmp_path / "dl")
     assert str(e.value) == (
-        "cannot reach trixie-backports at http://deb.invalid/debian: apt-get update: "
+        "base 7.3: cannot reach trixie-backports at http://deb.invalid/debian: apt-get update: "
         "E: Failed to fetch http://deb.invalid/debian/dists/trixie-backports/InRelease  "
         "Could not resolve 'deb.invalid'")
 
