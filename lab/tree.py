@@ -336,8 +336,9 @@ def make_tree(source: Path, label: str, patches_dir: Path = paths.PATCHES,
     if (tree / ".git").exists() and not force:
         lost = unexported(tree, patches_dir)
         if lost:
-            raise LabError(f"{tree} has work that {datafile.origin(patches_dir)}/ does not hold; export it "
-                           f"(make export) or discard it (make tree FORCE=1):\n    "
+            raise LabError(f"{tree} has work that {datafile.origin(patches_dir)}/ does not "
+                           f"hold; export it (make export) or discard it (make tree FORCE=1):"
+                           f"\n    "
                            + "\n    ".join(lost))
     if tree_base_label(tree) != label:
         import_base(tree, source, label)
