@@ -1,17 +1,25 @@
 # kvm-mmu-series: the front door. Every target is a thin call into lab/.
 #
-#   make test [TEST_ARCH=..] [TEST_JOBS=n] [FULL=1] [TEST_BOOT=..] [VARIANT=vanilla]
-#                                  pytest + make check + build, boot and selftest each
-#                                  arch (side by side, n at once; FULL=1 adds the long
-#                                  matrices; vanilla: the base, the series' tests skipped)
+# BASE=6.12 (the default) or BASE=7.3 on any target: the base it works on
+# (bases/<base>.toml), with its own series (patches/<base>/), lists
+# (testlists/<base>/), bench data (bench/<base>/) and build/<base>/.
+#
+#   make test [BASE=..] [TEST_ARCH=..] [TEST_JOBS=n] [FULL=1] [TEST_BOOT=..] [VARIANT=vanilla]
+#                                  pytest, then per base (each base without BASE, one
+#                                  after the other): make check + build, boot and
+#                                  selftest each arch (side by side, n at once; FULL=1
+#                                  adds the long matrices; vanilla: the base, the
+#                                  series' tests skipped)
 #   make pytest                    the harness's own tests, ruff and shellcheck (about 20 s)
 #   make check [CHECK_REBUILD=1]   checkpatch, git am + quilt, each patch built alone
-#   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/series/
+#   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/<base>/series/
 #   make bench [BENCH=quick|default|full] [SCENARIO=topic/name]   each scenario's sides,
 #                                  report in results/; default: each topic's counts and
 #                                  emulated time (~16 min), full: + host-clock times (~1.4 h)
 #   make bench-native LABEL=... KVM_SELFTESTS=dir ; make compare A=... B=...
-#   make tree / make export        build/linux from patches/, and back
+#   make tree / make export        build/<base>/linux from patches/<base>/, and back
+#   make topics                    per topic, the bases that carry it, and per patch whether
+#                                  the other base's version is the same change, a port or none
 #   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]   (or a variant of bench/variants.toml)
 #   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."] [SELFTESTS=<tree>]
 #            [VARIANT=vanilla]     those tests in one boot of make test's kernel, KTAP out
@@ -22,7 +30,8 @@
 #   python3 -m lab parse <console.log>   judge a saved console again (python3 -m lab --help)
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
-# your own source as the base instead of base.toml's Debian package.
+# your own source as the base instead of bases/<base>.toml's Debian package;
+# JOBS=n: make -jn for the kernel and selftests builds (a shared machine).
 
 ARCH    ?= x86_64
 VARIANT ?= patched
@@ -31,7 +40,14 @@ FORCE   ?=
 PYTHON  ?= python3
 VENV    := build/venv
 
+# Empty: lab's default base (lab/paths.py).
+BASE    ?=
+export LAB_BASE := $(BASE)
+# make test's bases: BASE, else every base, the default first (python3 -m lab bases).
+TEST_BASES = $(or $(BASE),$(shell $(LAB) bases))
 export LAB_BASE_TARBALL := $(BASE_TARBALL)
+# make's -j of the kernel and selftests builds (default: the cores and one).
+export LAB_JOBS := $(JOBS)
 export LAB_BASE_TREE := $(BASE_TREE)
 # make check redoes the per-patch builds that passed before with the same inputs.
 export LAB_CHECK_REBUILD := $(CHECK_REBUILD)
@@ -42,7 +58,7 @@ LAB := $(PYTHON) -m lab
 VLAB := $(VENV)/bin/python -m lab
 
 .PHONY: all deps venv base tree export kernel selftests test check pytest bench bench-native \
-	compare series clean help run shell list
+	compare series clean help run shell list topics
 
 # The comment block at the top, up to the first blank line.
 help:
@@ -65,6 +81,13 @@ base:
 tree:
 	@$(LAB) tree $(if $(FORCE),--force)
 
+# make test's trees, one per base: tree-6.12, tree-7.3.
+tree-%:
+	@LAB_BASE=$* $(LAB) tree $(if $(FORCE),--force)
+
+topics:
+	@$(LAB) topics
+
 export:
 	@$(LAB) export
 
@@ -85,11 +108,18 @@ series: tree
 	@$(LAB) series --topic $(TOPIC) --version $(or $(VERSION),1)
 
 # The README's test command, which .ci/run calls (make check runs inside it).
-# The venv and pytest use one core, the tree import the other: side by side.
+# The venv and pytest use one core, the tree imports the other: side by side.
+# Then each base's run, one after the other (each keeps both cores busy);
+# every base runs, and the exit code is 0 only if every base passed.
 test: deps
-	@$(MAKE) --no-print-directory -j2 pytest tree
-	@$(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) \
-		$(if $(FULL),--full) $(foreach b,$(TEST_BOOT),--boot $(b)) --variant $(VARIANT)
+	@test -n "$(TEST_BASES)" || { echo "error: no base to test ($(LAB) bases named none)"; exit 1; }
+	@$(MAKE) --no-print-directory -j2 pytest $(addprefix tree-,$(TEST_BASES))
+	@rc=0; failed=; for b in $(TEST_BASES); do \
+		LAB_BASE=$$b $(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) \
+			$(if $(TEST_JOBS),--jobs $(TEST_JOBS)) $(if $(FULL),--full) \
+			$(foreach bt,$(TEST_BOOT),--boot $(bt)) --variant $(VARIANT) || { rc=1; failed="$$failed $$b"; }; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: failed on base(s):$$failed" >&2; fi; exit $$rc
 
 # The fast loop: no make tree (the tree may hold commits not yet exported),
 # no pytest, no make check; kbuild rebuilds what is stale. ARGS, when given

@@ -79,7 +79,7 @@ class Results:
         return merged
 
 
-NATIVE = paths.ROOT / "results" / "native"
+NATIVE = paths.BENCH_RESULTS / "native"
 
 
 def save_native(label: str, scs: list[Scenario], res: Results) -> Path:
@@ -100,8 +100,9 @@ def load_native(name: str) -> dict:
 
 
 def out_dir(kind: str) -> Path:
-    """results/<date>/<kind>-<time>/: where a bench run (or a compare) is kept."""
-    return Path(paths.ROOT / "results" / time.strftime("%Y-%m-%d")
+    """results/[<base>/]<date>/<kind>-<time>/: where a bench run (or a
+    compare) is kept (paths.BENCH_RESULTS)."""
+    return Path(paths.BENCH_RESULTS / time.strftime("%Y-%m-%d")
                 / f"{kind}-{time.strftime('%H%M%S')}")
 
 
@@ -346,7 +347,7 @@ def run_qemu(scs: list[Scenario], known: list[Scenario]) -> Results:
             variant, cmdline, clk_name, config, cpu = boot.key
             b = builds[(variant, config)]
             initrd = initramfs.pack(b, files, [], {"bench": guest_script(todo)},
-                                    paths.BUILD / f"initramfs-bench-{b.name}.cpio.gz",
+                                    paths.BASE_BUILD / f"initramfs-bench-{b.name}.cpio.gz",
                                     "bench/", selftests_of=tests_of)
             where = boot.description.removeprefix("boot ") + f" boot {r + 1}/{repeats}"
             log = paths.LOGS / f"bench-{b.name}-{i}-{r + 1}.log"
@@ -375,7 +376,7 @@ def write(scs: list[Scenario], res: Results, out: Path,
     out.mkdir(parents=True, exist_ok=True)
     text = benchreport.render(scs, res, sides)
     (out / "results.json").write_text(json.dumps(
-        {"scenarios": [s.key for s in scs],
+        {"base": paths.BASE, "scenarios": [s.key for s in scs],
          "sides": {s.key: list(sides or s.labels) for s in scs}, **res.to_json()},
         indent=1) + "\n")
     (out / "report.md").write_text(text)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lab import paths
 
-RESULTS = paths.ROOT / "results"
+RESULTS = paths.BENCH_RESULTS
 REPEAT_RE = re.compile(r" boot \d+/\d+$")
 
 

@@ -40,8 +40,11 @@ SUBJECT_PREFIXES = ("KVM: arm64: ", "KVM: x86/mmu: ", "KVM: x86: ", "KVM: selfte
                     "KVM: ", "mm: multi-gen LRU: ", "mm: ")
 SELFTESTS = "tools/testing/selftests/kvm/"
 ARCH_DIRS = {"arm64": "arch/arm64/", "x86_64": "arch/x86/"}
-SELFTEST_ARCH_DIRS = {"arm64": ("aarch64/", "lib/aarch64/", "include/aarch64/"),
-                      "x86_64": ("x86_64/", "lib/x86_64/", "include/x86_64/")}
+# The kvm selftests' own folders of each arch, under both bases' names: 6.12
+# has aarch64/ and x86_64/, 7.3 (upstream's $(ARCH) names) arm64/ and x86/
+SELFTEST_ARCH_DIRS = {a: tuple(f"{where}{d}/" for d in dirs for where in ("", "lib/", "include/"))
+                      for a, dirs in (("arm64", ("aarch64", "arm64")),
+                                      ("x86_64", ("x86_64", "x86")))}
 WARNING_RE = re.compile(r"^(?:\.\./)*(\S+?):(\d+):(?:\d+:)? warning: (.*)$")
 
 
@@ -404,7 +407,7 @@ def check_bisect(src: Path, patches_dir: Path, entries: list, rep: Report,
 
 
 def run() -> Report:
-    """The whole check of patches/, on the base of build/linux."""
+    """The whole check of patches/, on the base of build/<base>/linux."""
     rep = Report()
     entries = series.load(paths.PATCHES)
     if not entries:
@@ -415,18 +418,18 @@ def run() -> Report:
     for rel, problems in check_style(paths.TREE, paths.PATCHES, entries).items():
         rep.add(f"checkpatch --strict, subject, Signed-off-by: {rel}", problems)
     rep.add("quilt push -a onto the Debian source's files (debian/patches layout)",
-            check_quilt(paths.TREE, paths.PATCHES, entries, paths.BUILD / "check-quilt"))
+            check_quilt(paths.TREE, paths.PATCHES, entries, paths.BASE_BUILD / "check-quilt"))
     src = tree.ensure_worktree(paths.TREE, paths.CHECK_SRC, keep=True)
     try:
         check_bisect(src, paths.PATCHES, entries, rep)
         rep.add("git am of the series onto the base", [])
     except LabError as e:
         rep.add("git am of the series onto the base", [str(e)])
-    b4 = paths.BUILD / "venv" / "bin" / "b4"
+    b4 = paths.VENV / "bin" / "b4"
     for topic in mail.topics():
         label = f"make series {topic}: b4 reads it back, git send-email --dry-run takes it"
         try:
-            out = mail.make_series(topic, 1, CHECK_IDENT, paths.BUILD / "check-series")
+            out = mail.make_series(topic, 1, CHECK_IDENT, paths.BASE_BUILD / "check-series")
             if not b4.exists():
                 raise LabError(f"{b4} not found (make venv installs b4)")
             rep.add(label, mail.verify(out, str(b4), CHECK_IDENT))

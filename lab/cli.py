@@ -6,8 +6,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, deps, devloop, kernel, mail, passsets, paths, profile, report,
-                 resultsindex, scenarios, selftests, suite, testlist, tree, variants)
+from lab import (base, bench, datafile, deps, devloop, kernel, mail, passsets, paths, profile,
+                 report, resultsindex, scenarios, selftests, suite, testlist, topics, tree,
+                 variants)
 from lab.progress import LabError, say
 
 
@@ -16,16 +17,33 @@ def cmd_base(args):
     print(f"{label}: {src}")
 
 
+def cmd_bases(args):
+    for name in base.names():
+        if args.long:
+            b = base.load(name)
+            default = " (default)" if name == paths.DEFAULT_BASE else ""
+            print(f"{name}{default}: {b.label}, {b.where}")
+        else:
+            print(name)
+
+
 def cmd_tree(args):
     src, label = base.source()
+    tree.old_tree(args.force)
     tree.make_tree(src, label, force=args.force)
+
+
+def cmd_topics(args):
+    print(topics.render(topics.compare(paths.ROOT / "patches", base.names())), end="")
 
 
 def cmd_export(args):
     if not (paths.TREE / ".git").exists():
         raise LabError(f"{paths.TREE} does not exist: nothing to export (make tree)")
     changed = tree.export(paths.TREE, paths.PATCHES)
-    say("export: " + (f"wrote {', '.join(changed)}" if changed else "patches/ already up to date"))
+    where = datafile.origin(paths.PATCHES)
+    say("export: " + (f"wrote {', '.join(changed)} in {where}/" if changed
+                      else f"{where}/ already up to date"))
 
 
 def _build(args) -> kernel.Build:
@@ -64,6 +82,8 @@ def cmd_series(args):
 
 
 def cmd_test(args):
+    say(f"test: base {paths.BASE} ({datafile.origin(paths.PATCHES)}/series, "
+        f"{datafile.origin(paths.TESTLISTS)}/)")
     reports = suite.run(args.arch or profile.arches(), args.boot, args.full,
                         args.variant, not args.no_debug, not args.no_check, args.jobs)
     code = report.show(reports, "test", args.variant)
@@ -101,6 +121,9 @@ def cmd_list(args):
 
 def cmd_bench(args):
     known = scenarios.load_all()
+    if not known:
+        raise LabError(f"bench: base {paths.BASE} has no scenario yet "
+                       f"({datafile.origin(paths.BENCH)}/<topic>.toml)")
     scs = scenarios.select(known, args.scenario, args.level)
     if args.plan:
         print(bench.plan_text(scs, known), end="")
@@ -148,8 +171,17 @@ def cmd_bench_report(args):
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
+    p.add_argument("--base", help="the base to work on (bases/<name>.toml), as LAB_BASE "
+                   f"says (make BASE=<name>); default {paths.DEFAULT_BASE}")
     sub.add_parser("base", help="fetch and verify the base tarball").set_defaults(fn=cmd_base)
-    t = sub.add_parser("tree", help="build/linux = base + patches/series")
+    bs = sub.add_parser("bases", help="the bases, the default first (make test's order)")
+    bs.add_argument("--long", action="store_true", help="with each one's package and suite")
+    bs.set_defaults(fn=cmd_bases)
+    sub.add_parser("topics", help="per topic, the bases that carry it and, per patch, "
+                   "whether another base's version is the same change, a port (same "
+                   "subject) or none; patches/topics.toml says why a topic is on one base"
+                   ).set_defaults(fn=cmd_topics)
+    t = sub.add_parser("tree", help="build/<base>/linux = the base + patches/<base>/series")
     t.add_argument("--force", action="store_true", help="discard unexported work in the tree")
     t.set_defaults(fn=cmd_tree)
     sub.add_parser("export", help="write the tree's commits to patches/").set_defaults(fn=cmd_export)
@@ -177,7 +209,7 @@ def parser() -> argparse.ArgumentParser:
     ps = sub.add_parser("passes", help="two saved make test runs side by side, boot by boot: "
                         "each test's result in either, the differences marked (* ), the "
                         "counts per boot; e.g. a patched run and a vanilla one")
-    ps.add_argument("a", help="a results directory, e.g. build/results/test-<time>")
+    ps.add_argument("a", help="a results directory, e.g. build/<base>/results/test-<time>")
     ps.add_argument("b", help="the other one")
     ps.set_defaults(fn=cmd_passes)
     sub.add_parser("check", help="checkpatch, git am and quilt, each patch built alone"
@@ -188,27 +220,28 @@ def parser() -> argparse.ArgumentParser:
     se.set_defaults(fn=cmd_series)
     r = sub.add_parser("run", help="run some tests in one boot of the test kernel (make run)")
     r.add_argument("--arch", default="x86_64", choices=profile.arches())
-    r.add_argument("--boot", help="a boot of testlists/<arch>.toml")
+    r.add_argument("--boot", help="a boot of testlists/<base>/<arch>.toml")
     r.add_argument("--test", required=True, help="test names, comma separated")
     r.add_argument("--args", help="the tests' arguments, in place of the list's")
     r.add_argument("--kernel-args", default="", help="added to the boot's command line")
-    r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/linux) whose "
-                   "kvm selftests to run, built against the test kernel's headers")
+    r.add_argument("--selftests", help="a kernel tree (e.g. a worktree of build/<base>/linux) "
+                   "whose kvm selftests to run, built against the test kernel's headers")
     r.add_argument("--variant", default="patched",
                    help="the kernel: patched (make test's), vanilla or a variant of "
-                   "bench/variants.toml, with its own selftests")
+                   "bench/<base>/variants.toml, with its own selftests")
     r.set_defaults(fn=cmd_run)
     sh = sub.add_parser("shell", help="the test guest's console, every kvm selftest in "
                         "/kselftest/kvm (make shell)")
     sh.add_argument("--arch", default="x86_64", choices=profile.arches())
-    sh.add_argument("--boot", help="a boot of testlists/<arch>.toml (default: its first)")
+    sh.add_argument("--boot", help="a boot of testlists/<base>/<arch>.toml (default: its first)")
     sh.add_argument("--kernel-args", default="", help="added to the boot's command line")
     sh.add_argument("--selftests", help="as for run")
     sh.add_argument("--variant", default="patched", help="as for run")
     sh.set_defaults(fn=cmd_shell)
     pa = sub.add_parser("parse", help="judge a saved console log again with today's list, "
                         "[[flaky]] entries and splat scan: the same KTAP, exit 1 on a failure")
-    pa.add_argument("console", help="a console log, e.g. build/logs/boot-<build>-<boot>.log")
+    pa.add_argument("console", help="a console log, e.g. "
+                    "build/<base>/logs/boot-<build>-<boot>.log")
     pa.add_argument("--arch", choices=profile.arches(),
                     help="default: the arch whose QEMU or console device the log shows")
     pa.add_argument("--boot", help="default: the boot the log's LAB-BOOT line names")
@@ -246,9 +279,9 @@ def parser() -> argparse.ArgumentParser:
         else:
             s.add_argument("--arch", default="x86_64", choices=profile.arches())
             # A bench variant's name is checked when it builds (variants.get):
-            # a broken bench/variants.toml must not stop every command.
+            # a broken bench/<base>/variants.toml must not stop every command.
             s.add_argument("--variant", default="patched",
-                           help="vanilla, patched or a variant of bench/variants.toml")
+                           help="vanilla, patched or a variant of bench/<base>/variants.toml")
             s.add_argument("--debug", action="store_true", help="merge configs/debug.config")
         s.set_defaults(fn=fn)
     return p
@@ -264,9 +297,26 @@ def disk_full(e: OSError) -> str:
             f"free some, or point LAB_BUILD (build/) or LAB_CACHE elsewhere")
 
 
+def rerun_for(wanted: str | None, argv: list[str]) -> list[str] | None:
+    """--base names another base than the one lab/paths.py placed
+    everything for (LAB_BASE's): the command line to run again, with
+    LAB_BASE set; None if this process is the right one."""
+    if not wanted or wanted == paths.BASE:
+        return None
+    return [sys.executable, "-m", "lab", *argv]
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    again = rerun_for(args.base, argv)
+    if again:
+        os.environ["LAB_BASE"] = args.base
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(paths.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+        os.execv(again[0], again)
     try:
+        base.check_name(paths.BASE)
         return args.fn(args) or 0
     except LabError as e:
         print(f"error: {e}", file=sys.stderr)

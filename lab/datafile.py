@@ -1,7 +1,8 @@
 """The one reader of the data files: TOML checked against the keys its user declares.
 
-testlists/*.toml, bench/*.toml, lab/arch_profiles/*.toml and base.toml are
-facts the harness acts on, and a typo in one must stop it, not run another
+testlists/<base>/*.toml, bench/<base>/*.toml, lab/arch_profiles/*.toml,
+bases/*.toml and patches/topics.toml are facts the harness acts on, and a
+typo in one must stop it, not run another
 experiment: a [[boot]] with `cmd_line =` would boot with no command line (the
 TDP MMU where the legacy MMU was meant), `repeat = 3` in a scenario would run
 the default 5. So each module that owns a file kind declares its tables here
@@ -9,7 +10,7 @@ the default 5. So each module that owns a file kind declares its tables here
 is one line naming the file, the table and the key, with the closest valid
 key when there is one:
 
-    testlists/x86_64.toml: [[boot]] 'legacy': unknown key 'cmd_line' (did you mean 'cmdline'?)
+    testlists/6.12/x86_64.toml: [[boot]] 'legacy': unknown key 'cmd_line' (did you mean 'cmdline'?)
 """
 import difflib
 import tomllib

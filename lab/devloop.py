@@ -46,7 +46,7 @@ def with_kernel_args(tl: testlist.TestList, kernel_args: str) -> testlist.TestLi
 def run(arch: str, boot: str | None, tests: str, args: str | None,
         kernel_args: str, selftests_src: Path | None = None,
         variant: str = "patched") -> testrun.BootReport:
-    """selftests_src: a kernel tree (e.g. a git worktree of build/linux)
+    """selftests_src: a kernel tree (e.g. a git worktree of build/<base>/linux)
     whose kvm selftests to run, built against the test kernel's headers.
     variant: another kernel than the series' (e.g. vanilla, to see whether
     a failure is the base's), with its own selftests build."""
@@ -56,7 +56,7 @@ def run(arch: str, boot: str | None, tests: str, args: str | None,
     src = selftests.check_source(selftests_src) if selftests_src else None
     # Several people run make run at once: an initramfs and a log of its own.
     tag = f"run-{os.getpid()}"
-    initrd = paths.BUILD / f"initramfs-{arch}-{tag}.cpio.gz"
+    initrd = paths.BASE_BUILD / f"initramfs-{arch}-{tag}.cpio.gz"
     try:
         b, initrd, tl = testrun.build_arch(prof, tl, variant, config=bt.config,
                                            dest=initrd, selftests_src=src)
@@ -90,7 +90,7 @@ def shell(arch: str, boot: str | None, kernel_args: str,
                     if p.is_file() and p.name != "settings"} | initramfs.harness_tests())
     initrd = initramfs.pack(b, every, [f"kvm:{n}" for n in every],
                             {"shell": SHELL_SCRIPT.format(marker=markers.SHELL, boot=bt.name)},
-                            paths.BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",
+                            paths.BASE_BUILD / f"initramfs-{arch}-shell-{os.getpid()}.cpio.gz",
                             "make shell", install=install)
     argv = prof.qemu_argv(b.image, initrd,
                           f"lab.boot=shell {bt.cmdline}".strip(), serial="mon:stdio",
@@ -127,8 +127,8 @@ def console_boot(argv: str, con: qemu.Console) -> str | None:
 
 def parse(log: Path, arch: str | None, boot: str | None,
           tests: str | None) -> testrun.BootReport:
-    """A saved console (build/logs/boot-*.log) judged as make test judges a
-    boot: today's testlists/<arch>.toml, its [[flaky]] entries, the splat
+    """A saved console (build/<base>/logs/boot-*.log) judged as make test judges a
+    boot: today's testlists/<base>/<arch>.toml, its [[flaky]] entries, the splat
     scan. tests: only these (a make run console), as make run lists them."""
     argv, con = qemu.read_log(log, testrun.DONE)
     arch = arch or console_arch(argv, con)

@@ -1,7 +1,8 @@
 """The guest's initramfs: busybox-static, the curated kvm selftests, an init.
 
 busybox comes from Debian's busybox-static for the guest's architecture,
-fetched with apt-get download (so arm64's needs no multiarch install).
+fetched with apt-get download from the machine's own sources (so arm64's
+needs no multiarch install), under lab/apt.py's lock.
 """
 import gzip
 import os
@@ -11,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lab import base, deps, markers, paths
+from lab import apt, deps, markers, paths
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.selftests import install_dir
@@ -41,9 +42,9 @@ def busybox(debian_arch: str) -> Path:
     say(f"initramfs: fetching busybox-static:{debian_arch} with apt-get")
     paths.CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=paths.CACHE) as tmp:
-        deb = base.apt_download(f"busybox-static:{debian_arch}", Path(tmp))
+        deb = apt.download(f"busybox-static:{debian_arch}", Path(tmp))
         part = Path(tmp) / "busybox"
-        base.deb_member(deb, "bin/busybox", part)
+        apt.deb_member(deb, "bin/busybox", part)
         part.chmod(0o755)
         part.rename(cached)
     return cached
@@ -78,7 +79,7 @@ def boot_script(tests: TestList, boot: str) -> str:
     the host reports them from the list. Tests are numbered from 1, and
     lab.from=<n> on the command line starts at the n-th (a resumed boot).
     """
-    lines = [f"# generated from testlists/{tests.arch}.toml, boot {boot}",
+    lines = [f"# generated from {tests.file}, boot {boot}",
              f"retries_left={RETRIES_PER_BOOT}", RUN_TEST,
              "from=$(sed -n 's/.*lab\\.from=\\([0-9]*\\).*/\\1/p' /proc/cmdline)"]
     for n, t in enumerate(runnable(tests, boot), 1):
@@ -99,7 +100,7 @@ def build(b: Build, tests: TestList, dest: Path, install: Path | None = None) ->
     files = [name for t in tests.tests if not t.skip for name in (t.name, *t.files)]
     listed = [f"kvm:{t.name}" for t in tests.tests if not t.skip]
     scripts = {boot.name: boot_script(tests, boot.name) for boot in tests.boots}
-    return pack(b, files, listed, scripts, dest, f"testlists/{tests.arch}.toml", install=install)
+    return pack(b, files, listed, scripts, dest, tests.file, install=install)
 
 
 def pack(b: Build, files: list[str], listed: list[str], scripts: dict[str, str],

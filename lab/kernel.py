@@ -1,14 +1,14 @@
 """Configure and build one kernel: ARCH x VARIANT x debug.
 
-VARIANT is vanilla (build/vanilla-src, the base), patched (build/linux, the
+VARIANT is vanilla (build/<base>/vanilla-src, the base), patched (build/<base>/linux, the
 series), check (make check's worktree) or a bench variant of
-bench/variants.toml (build/variants/<name>, lab/variants.py).
+bench/<base>/variants.toml (build/<base>/variants/<name>, lab/variants.py).
 
 The object directory is a direct subdirectory of its source tree
-(build/linux/.out-x86_64-patched), because only then does kbuild call the
+(build/<base>/linux/.out-x86_64-patched), because only then does kbuild call the
 source ".." instead of an absolute path: the vanilla, patched and variant
 trees then compile with identical command lines and ccache shares every
-unchanged object. build/<arch>-<variant>[-debug] is a symlink to it.
+unchanged object. build/<base>/<arch>-<variant>[-debug] is a symlink to it.
 """
 import os
 import re
@@ -51,7 +51,7 @@ class Build:
 
     @property
     def link(self) -> Path:
-        return paths.BUILD / self.name
+        return paths.BASE_BUILD / self.name
 
     @property
     def image(self) -> Path:
@@ -90,7 +90,7 @@ class Build:
     @property
     def lock(self) -> Path:
         """Held while anything builds into out (progress.exclusive)."""
-        return paths.BUILD / "locks" / f"{self.name}.lock"
+        return paths.BASE_BUILD / "locks" / f"{self.name}.lock"
 
 
 def requested_options(fragments: list[Path]) -> dict[str, str]:
@@ -175,6 +175,6 @@ def _build(b: Build) -> Path:
                       explain=compiler_errors)
     if b.link.is_symlink() or b.link.exists():
         b.link.unlink()
-    b.link.symlink_to(b.out.relative_to(paths.BUILD))
+    b.link.symlink_to(b.out.relative_to(paths.BASE_BUILD))
     say(f"kernel {b.name}: built in {secs:.0f} s -> {b.link / b.profile.image}")
     return b.image

@@ -1,8 +1,8 @@
 """make series TOPIC=...: a send-ready folder for one topic of patches/.
 
-The folder is what `git send-email build/series/<topic>-vN/*.patch` mails and
+The folder is what `git send-email build/<base>/series/<topic>-vN/*.patch` mails and
 what `b4 am` reads back: git format-patch with a cover letter (subject and
-text from patches/<topic>/0000-cover-letter.patch, shortlog and diffstat from
+text from patches/<base>/<topic>/0000-cover-letter.patch, shortlog and diffstat from
 git), the version (vN), --base (the base commit, plus prerequisite-patch-id
 lines for earlier topics of the series), To/Cc from scripts/get_maintainer.pl
 of the tree, and the sender's git identity as From and Signed-off-by in place
@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lab import paths, series, tree
+from lab import datafile, paths, series, tree
 from lab.progress import LabError, say
 
 COVER = tree.COVER
@@ -94,20 +94,21 @@ def topics() -> list[str]:
 
 
 def make_series(topic: str, version: int, ident: tuple[str, str],
-                out_root: Path = paths.BUILD / "series") -> Path:
+                out_root: Path = paths.BASE_BUILD / "series") -> Path:
     entries = series.load(paths.PATCHES)
     mine = [e for e in entries if e.topic == topic]
     if not mine:
-        raise LabError(f"no topic {topic!r} in patches/series; topics: {', '.join(topics())}")
+        raise LabError(f"no topic {topic!r} in {datafile.origin(paths.PATCHES / 'series')}; "
+                       f"topics: {', '.join(topics()) or '(none)'}")
     cover_file = paths.PATCHES / topic / COVER
     if not cover_file.exists():
         raise LabError(f"{cover_file} is missing: a topic is mailed with its cover letter")
     subject, body = cover_parts(cover_file.read_text())
     name, email = ident
-    src = tree.ensure_worktree(paths.TREE, paths.BUILD / "mail-src", keep=True)
+    src = tree.ensure_worktree(paths.TREE, paths.BASE_BUILD / "mail-src", keep=True)
     # The series up to the topic, the topic's own patches signed by the sender.
     upto = entries[:entries.index(mine[-1]) + 1]
-    staged = paths.BUILD / "mail-patches"
+    staged = paths.BASE_BUILD / "mail-patches"
     if staged.exists():
         shutil.rmtree(staged)
     for e in upto:

@@ -6,7 +6,9 @@ The point is vanilla against patched: a vanilla run reports the tests the
 series adds as "SKIP not in this variant" (testrun.for_variant), so what
 else differs is what the series changed (or a flake).
 
-It reads summary.json, not ktap.txt: the summary keeps each boot's rows
+Runs of two bases compare too (7.3 alone beside 6.12 patched, say): each
+run's base is in its summary.json, and the header names both when they
+differ. It reads summary.json, not ktap.txt: the summary keeps each boot's rows
 apart and the statuses the KTAP folds together (flaky is "ok", not run
 and timeout are "not ok"). A summary written before it recorded the
 variant is a patched run's: vanilla runs came after.
@@ -29,6 +31,7 @@ class Run:
     where: str
     variant: str
     boots: dict  # boot label -> {test name -> ktap.Result}, in the run's order
+    base: str = paths.DEFAULT_BASE
 
     @property
     def arches(self) -> set[str]:
@@ -37,9 +40,10 @@ class Run:
 
 
 def from_summary(data: list, where: str) -> Run:
-    boots, variants = {}, set()
+    boots, variants, bases = {}, set(), set()
     for boot in data:
         variants.add(boot.get("variant", "patched"))
+        bases.add(boot.get("base", paths.DEFAULT_BASE))
         tests = boots.setdefault(boot["boot"], {})
         for t in boot["tests"]:
             # Rows are "<boot>: <test>"; the check's are "check: ...".
@@ -47,7 +51,10 @@ def from_summary(data: list, where: str) -> Run:
             tests[name] = ktap.Result(name, t["status"], t.get("detail", ""))
     if len(variants) > 1:
         raise LabError(f"{where}: boots of several variants: {', '.join(sorted(variants))}")
-    return Run(where, variants.pop() if variants else "patched", boots)
+    if len(bases) > 1:
+        raise LabError(f"{where}: boots of several bases: {', '.join(sorted(bases))}")
+    return Run(where, variants.pop() if variants else "patched", boots,
+               bases.pop() if bases else paths.DEFAULT_BASE)
 
 
 def load(d: Path) -> Run:
@@ -84,7 +91,10 @@ def counts(tests: dict | None) -> str:
 
 
 def render(a: Run, b: Run) -> str:
-    out = [f"A: {a.where} ({a.variant})", f"B: {b.where} ({b.variant})",
+    # The base is said when the two differ (6.12 against 7.3, say).
+    how = (lambda r: f"{r.variant}, base {r.base}") if a.base != b.base else (
+        lambda r: r.variant)
+    out = [f"A: {a.where} ({how(a)})", f"B: {b.where} ({how(b)})",
            "(* the result differs)"]
     for boot in dict.fromkeys([*a.boots, *b.boots]):
         ta, tb = a.boots.get(boot), b.boots.get(boot)

@@ -1,6 +1,6 @@
 """Progress lines with elapsed time, logged subprocesses, and the one error type.
 
-Every long step goes through run_logged(): its output lands in build/logs/ and
+Every long step goes through run_logged(): its output lands in build/<base>/logs/ and
 a failure names the step, the log and the lines that explain it.
 """
 import contextlib
@@ -59,7 +59,14 @@ def compiler_errors(text: str) -> list[str]:
     return [line for line in text.splitlines() if any(k in line for k in keys)][:15]
 
 
-def jobs() -> int:
+def jobs(environ=os.environ) -> int:
+    """make's -j for kernel and selftests builds: the cores and one, or
+    LAB_JOBS (make ... JOBS=n) on a machine others share."""
+    want = environ.get("LAB_JOBS", "").strip()
+    if want:
+        if not want.isdigit() or int(want) < 1:
+            raise LabError(f"LAB_JOBS={want}: a number of make jobs, 1 or more")
+        return int(want)
     return (os.cpu_count() or 1) + 1
 
 
@@ -69,11 +76,12 @@ LOCK_WAIT = 45 * 60
 
 
 @contextlib.contextmanager
-def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT):
+def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT, doing: str = "build"):
     """Hold an flock on lock: make run, make test and make kernel of one
     kernel, started by different people, must not build into the same
     directory at once (they did, 2026-11-24: make kernel relinked vmlinux
-    while make run built the selftests against its headers)."""
+    while make run built the selftests against its headers). doing: what
+    the holder does, in the messages (lab/apt.py: "apt command")."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+") as f:
         deadline = time.monotonic() + wait
@@ -84,10 +92,10 @@ def exclusive(lock: Path, what: str, wait: float = LOCK_WAIT):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise LabError(f"{what}: another build held {lock} for {wait / 60:.0f} min; "
+                    raise LabError(f"{what}: another {doing} held {lock} for {wait / 60:.0f} min; "
                                    f"is it stuck? (its pid: {lock.read_text().strip() or '?'})") from None
                 if not told:
-                    say(f"{what}: waiting for another build of it (pid "
+                    say(f"{what}: waiting for another {doing} to end (pid "
                         f"{lock.read_text().strip() or '?'}, lock {lock})")
                     told = True
                 time.sleep(2)

@@ -1,6 +1,6 @@
 """The end of make test, make run, make check and lab parse: the boots'
 reports printed as one KTAP document, their notes and failures, the counts,
-and a copy in build/results/<kind>-<time>/ (ktap.txt, summary.json)."""
+and a copy in build/<base>/results/<kind>-<time>/ (ktap.txt, summary.json)."""
 import json
 import sys
 import time
@@ -11,7 +11,7 @@ from lab.progress import say
 
 def show(reports: list, kind: str | None, variant: str = "patched") -> int:
     """Print the reports' KTAP, notes, failures and counts; keep them in
-    build/results/<kind>-<time>/ (kind None: nothing is kept). The exit
+    build/<base>/results/<kind>-<time>/ (kind None: nothing is kept). The exit
     code: 1 on any failed test or problem."""
     rows = [row for r in reports for row in r.rows]
     text = ktap.render(rows)
@@ -33,8 +33,10 @@ def show(reports: list, kind: str | None, variant: str = "patched") -> int:
 def summary(reports: list, variant: str) -> list:
     """summary.json: one entry per boot. Each names the variant (vanilla or
     patched kernel and selftests) so that lab/passsets.py can tell the two
-    runs apart; the file stays a list, as it was before it did."""
-    return [{"boot": r.label, "variant": variant, "seconds": round(r.seconds, 1),
+    runs apart; the file stays a list, as it was before it did) and the
+    base (a summary without it is the default base's)."""
+    return [{"boot": r.label, "base": paths.BASE, "variant": variant,
+             "seconds": round(r.seconds, 1),
              "qemu_peak_rss_kib": r.peak_rss_kib, "qemu_cpu_seconds": round(r.cpu_seconds, 1),
              "console_log": r.log, "problems": r.problems, "notes": r.notes,
              "tests": [{"name": lbl, "status": res.status, "detail": res.detail}

@@ -15,7 +15,7 @@ from pathlib import Path
 from lab import bench, benchplot, benchreport, paths, scenarios, stats
 from lab.progress import LabError
 
-RESULTS = paths.ROOT / "results"
+RESULTS = paths.BENCH_RESULTS
 
 HEAD = """\
 # Benchmark results

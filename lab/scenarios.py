@@ -1,4 +1,4 @@
-"""Benchmark scenarios, as data (bench/<topic>.toml), and their parsing.
+"""Benchmark scenarios, as data (bench/<base>/<topic>.toml), and their parsing.
 
 A scenario is: an arch, the sides it compares, a selftest command, the
 metric lines to read out of its output (a regex whose first group is the
@@ -7,7 +7,7 @@ it. Adding a scenario needs no code.
 
 Its sides are the vanilla and patched kernels by default, or a list, the
 baseline first, each side a kernel (vanilla, patched or a variant of
-bench/variants.toml: the series up to a patch, or 6.12 with bench-only
+bench/<base>/variants.toml: the series up to a patch, or 6.12 with bench-only
 patches), a kernel command line added to the scenario's (TDP against shadow
 MMU) and a command in place of the scenario's (the same ioctl with a
 feature off: a floor). Every other side is compared with the baseline.
@@ -90,7 +90,7 @@ class Side:
     """One side of a comparison: a kernel booted with a command line, running
     a selftest command."""
     label: str
-    variant: str       # vanilla, patched, or a variant of bench/variants.toml
+    variant: str       # vanilla, patched, or a variant of bench/<base>/variants.toml
     cmdline: str       # the scenario's and the side's own
     command: str       # the side's own, or the scenario's
 
@@ -237,7 +237,7 @@ def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
 
 def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
           kernels: tuple[str, ...] = KERNELS) -> list[Scenario]:
-    """kernels: what a side may boot (load_all adds bench/variants.toml's)."""
+    """kernels: what a side may boot (load_all adds bench/<base>/variants.toml's)."""
     data = datafile.parse(text, FILE, origin)
     table = _scenario_table(kernels)
     topic = data["topic"] or Path(origin).stem
@@ -260,7 +260,7 @@ def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
     return out
 
 
-def load_all(directory: Path = paths.ROOT / "bench", configs: Path = paths.CONFIGS
+def load_all(directory: Path = paths.BENCH, configs: Path = paths.CONFIGS
              ) -> list[Scenario]:
     """Every scenario of directory's *.toml but variants.toml, which declares
     the kernels their sides may boot besides vanilla and patched."""

@@ -44,13 +44,13 @@ def ccache_env() -> dict:
     base_dir makes the paths relative to build/, and the directory stays out
     of the hash: the debug info may then name another clone's directory,
     which no one reads in a test binary run in a guest."""
-    return {"CCACHE_BASEDIR": str(paths.BUILD), "CCACHE_NOHASHDIR": "1"}
+    return {"CCACHE_BASEDIR": str(paths.BASE_BUILD), "CCACHE_NOHASHDIR": "1"}
 
 
 def build(b: Build, log: Path | None = None, src: Path | None = None) -> Path:
     """The kvm selftests of b's tree against b's UAPI headers, or those of
     the tree src against the same headers."""
-    lock = b.lock if src is None else paths.BUILD / "locks" / f"selftests-{src.name}-{b.name}.lock"
+    lock = b.lock if src is None else paths.BASE_BUILD / "locks" / f"selftests-{src.name}-{b.name}.lock"
     with exclusive(lock, f"selftests {b.name}" + (f" from {src}" if src else "")):
         return _build(b, log, src)
 

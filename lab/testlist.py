@@ -1,4 +1,4 @@
-"""The curated selftest list of an arch (testlists/<arch>.toml).
+"""The curated selftest list of an arch (testlists/<base>/<arch>.toml).
 
 A list has boots (a kernel command line each) and tests (arguments sized for
 TCG, a timeout, the boots they run in). A test that cannot pass under TCG stays
@@ -98,6 +98,11 @@ class TestList:
     tests: tuple[Test, ...]
     flaky: tuple[Flaky, ...] = ()
     default_timeout: int = 120
+    origin: str = ""     # the file, as messages name it: testlists/<base>/<arch>.toml
+
+    @property
+    def file(self) -> str:
+        return self.origin or f"testlists/{self.arch}.toml"
 
     def known_flake(self, run: ktap.Run) -> Flaky | None:
         """The [[flaky]] entry a failed run matches, if any."""
@@ -118,7 +123,7 @@ class TestList:
             return [b for b in self.boots if full or not b.full]
         unknown = [n for n in names if n not in {b.name for b in self.boots}]
         if unknown:
-            raise LabError(f"testlists/{self.arch}.toml has no boot {', '.join(unknown)}; "
+            raise LabError(f"{self.file} has no boot {', '.join(unknown)}; "
                            f"its boots: {', '.join(b.name for b in self.boots)}")
         return [b for b in self.boots if b.name in names]
 
@@ -233,7 +238,7 @@ def parse(text: str, arch: str, origin: str, configs: Path = paths.CONFIGS) -> T
         except re.error as e:
             raise LabError(f"{origin}: [[flaky]] #{i}: bad regex {f['match']!r}: {e}") from e
         flaky.append(Flaky(f["match"], " ".join(f["why"].split()), f["kind"]))
-    return TestList(arch, boots, tuple(tests), tuple(flaky), default_timeout)
+    return TestList(arch, boots, tuple(tests), tuple(flaky), default_timeout, origin)
 
 
 def describe(tl: TestList) -> str:

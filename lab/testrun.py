@@ -267,7 +267,7 @@ def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
         kernel.build(b)
         install = selftests.build(b, src=selftests_src)
         tl = for_variant(tl, variant, available(install))
-        initrd = initramfs.build(b, tl, dest or paths.BUILD / f"initramfs-{b.name}.cpio.gz",
+        initrd = initramfs.build(b, tl, dest or paths.BASE_BUILD / f"initramfs-{b.name}.cpio.gz",
                                  install)
     return b, initrd, tl
 

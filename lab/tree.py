@@ -1,4 +1,4 @@
-"""build/linux: the base as one commit, then one commit per patch of the series.
+"""build/<base>/linux: the base as one commit, then one commit per patch of the series.
 
 Like `gbp pq`: import builds the tree from base + patches/, export writes the
 tree's commits back into patches/. The topic folder of each commit travels as a
@@ -61,7 +61,7 @@ def base_cache(source: Path) -> Path | None:
 
 def clone_base(source: Path, tree: Path, label: str) -> None:
     """tree as a clone of the base commit of source (the cached import, or
-    build/linux for a bench variant), its objects hard-linked, not copied,
+    build/<base>/linux for a bench variant), its objects hard-linked, not copied,
     on a branch "series" at the base."""
     try:
         subprocess.run(["git", "clone", "-q", "--no-checkout", str(source), str(tree)],
@@ -309,13 +309,36 @@ def unexported(tree: Path, patches_dir: Path) -> list[str]:
 
 # ---------------------------------------------------------------- make tree
 
+def old_tree(force: bool = False, old: Path | None = None, new: Path | None = None) -> str:
+    """build/linux, where the default base's tree was before each base had
+    build/<base>/, when the new place has no tree yet: its work not exported
+    stops make tree (unless force), with how to move it; without any, a
+    note that it and its worktrees are stale. It is never touched."""
+    old, new = old or paths.OLD_TREE, new or paths.TREE
+    if paths.BASE != paths.DEFAULT_BASE or not (old / ".git").is_dir() or (new / ".git").exists():
+        return ""
+    lost = [] if force else unexported(old, paths.PATCHES)
+    if lost:
+        raise LabError(f"{old}, base {paths.DEFAULT_BASE}'s tree before each base had a folder "
+                       f"of its own, has work that {datafile.origin(paths.PATCHES)} does not "
+                       f"hold; move it to its new place (mkdir -p {new.parent}; mv {old} {new}; "
+                       f"git -C {new} worktree repair) and make tree again, or make tree "
+                       f"FORCE=1 to leave it behind:\n    " + "\n    ".join(lost))
+    note = (f"tree: {old} is base {paths.DEFAULT_BASE}'s tree from before each base had a "
+            f"folder of its own, left as it is: {new} is the tree now (rm -rf {old} and its "
+            f"worktrees, vanilla-src, check-src, variants/, when nothing uses them)")
+    say(note)
+    return note
+
+
 def make_tree(source: Path, label: str, patches_dir: Path = paths.PATCHES,
               tree: Path = paths.TREE, force: bool = False) -> None:
     if (tree / ".git").exists() and not force:
         lost = unexported(tree, patches_dir)
         if lost:
-            raise LabError(f"{tree} has work that patches/ does not hold; export it "
-                           f"(make export) or discard it (make tree FORCE=1):\n    "
+            raise LabError(f"{tree} has work that {datafile.origin(patches_dir)}/ does not "
+                           f"hold; export it (make export) or discard it (make tree FORCE=1):"
+                           f"\n    "
                            + "\n    ".join(lost))
     if tree_base_label(tree) != label:
         import_base(tree, source, label)

@@ -1,19 +1,19 @@
-"""Bench kernels besides vanilla and patched: bench/variants.toml, and their trees.
+"""Bench kernels besides vanilla and patched: bench/<base>/variants.toml, and their trees.
 
 A variant is the base plus patches, given one of two ways:
 - `upto = "<topic>/<patch file>"`: the series through that patch, for numbers
   per patch step (a cover letter's table: vanilla, the series up to the
   patch that matters, the whole series); `upto = "series"` is all of it;
-- `patches = ["<dir>/<file>.patch", ...]`, under bench/before/: bench-only
+- `patches = ["<dir>/<file>.patch", ...]`, under bench/<base>/before/: bench-only
   patches that put 6.12 back as it was before an optimization the base
   already has, to measure what that optimization changed. They are never in
-  patches/series, never mailed.
-With `upto`, `breaks = ["<file>.patch", ...]` under bench/broken/ goes on
+  patches/<base>/series, never mailed.
+With `upto`, `breaks = ["<file>.patch", ...]` under bench/<base>/broken/ goes on
 top: a kernel with one behaviour broken on purpose, on which the test that
 guards that behaviour must fail (`make run VARIANT=<name> TEST=..`): how a
 test is shown to fail when its behaviour breaks, not only when it vanishes.
 
-Its source tree, build/variants/<name>/, is a clone of build/linux's base
+Its source tree, build/<base>/variants/<name>/, is a clone of build/<base>/linux's base
 commit (objects hard-linked) with the patches applied by git am, as make
 tree applies the series (tree.apply_patches). It is made again only when
 its inputs change (the base commit, each patch's text and topic): a stamp
@@ -32,11 +32,11 @@ from lab import datafile, paths, series, tree
 from lab.datafile import Key
 from lab.progress import LabError, exclusive, say
 
-BENCH = paths.ROOT / "bench"
+BENCH = paths.BENCH
 FILE_NAME = "variants.toml"
-BEFORE = "before"                     # bench/before/: the bench-only patches
-BROKEN = "broken"                     # bench/broken/: kernels a test must fail on
-WHOLE_SERIES = "series"               # upto: every patch of patches/series
+BEFORE = "before"                     # bench/<base>/before/: the bench-only patches
+BROKEN = "broken"                     # bench/<base>/broken/: kernels a test must fail on
+WHOLE_SERIES = "series"               # upto: every patch of patches/<base>/series
 # lab/kernel.py's own variants (VARIANTS and CHECK): no declared variant
 # may take their names.
 RESERVED = ("vanilla", "patched", "check")
@@ -53,7 +53,7 @@ class Variant:
     name: str
     why: str
     # (patch file, topic) in the order git am takes them; the topic becomes
-    # the commit's Topic: trailer, as in build/linux ("" for bench-only ones).
+    # the commit's Topic: trailer, as in build/<base>/linux ("" for bench-only ones).
     patches: tuple[tuple[Path, str], ...]
 
 
@@ -88,7 +88,7 @@ def _files(names: list[str], key: str, where: str, folder: Path
 
 
 def _check_name(name: str, where: str, configs: Path) -> None:
-    """A variant's kernels are named build/<arch>-<name>[-debug][-<config>]
+    """A variant's kernels are named build/<base>/<arch>-<name>[-debug][-<config>]
     (kernel.Build.name): a name that a built-in variant's kernel could also
     take would mix their objects."""
     if not NAME_RE.match(name):
@@ -131,7 +131,7 @@ def parse(text: str, origin: str, patches_dir: Path = paths.PATCHES,
 
 def load(bench: Path = BENCH, patches_dir: Path | None = None,
          configs: Path = paths.CONFIGS) -> dict[str, Variant]:
-    """The variants of bench/variants.toml (none without the file), upto
+    """The variants of bench/<base>/variants.toml (none without the file), upto
     resolved against patches_dir's series (patches/)."""
     f = bench / FILE_NAME
     if not f.exists():
@@ -144,12 +144,13 @@ def get(name: str) -> Variant:
     known = load()
     if name not in known:
         raise LabError(f"unknown kernel variant {name!r}: vanilla, patched, or one of "
-                       f"bench/{FILE_NAME}: {', '.join(known) or '(none declared)'}")
+                       f"{datafile.origin(BENCH / FILE_NAME)}: "
+                       f"{', '.join(known) or '(none declared)'}")
     return known[name]
 
 
 def tree_of(name: str) -> Path:
-    return paths.BUILD / "variants" / name
+    return paths.BASE_BUILD / "variants" / name
 
 
 def inputs_key(v: Variant, base_commit: str) -> str:
@@ -162,13 +163,13 @@ def inputs_key(v: Variant, base_commit: str) -> str:
 
 
 def ensure(v: Variant, source: Path | None = None) -> Path:
-    """v's tree, build/variants/<name>, made from the base of source
-    (build/linux) unless it was made whole from the same inputs."""
+    """v's tree, build/<base>/variants/<name>, made from the base of source
+    (build/<base>/linux) unless it was made whole from the same inputs."""
     source = source or paths.TREE
     dest = tree_of(v.name)
     if not (source / ".git").exists():
         raise LabError(f"{source} does not exist: run `make tree` first")
-    with exclusive(paths.BUILD / "locks" / f"variant-{v.name}.lock", f"variant {v.name}"):
+    with exclusive(paths.BASE_BUILD / "locks" / f"variant-{v.name}.lock", f"variant {v.name}"):
         base = tree.git(source, "rev-parse", f"{tree.BASE_TAG}^{{commit}}").strip()
         want = inputs_key(v, base)
         stamp = dest / ".git" / STAMP

@@ -55,4 +55,4 @@ def test_make_kernel_of_an_unknown_variant_names_the_known_ones(monkeypatch, cap
     assert cli.main(["kernel", "--arch", "arm64", "--variant", "split-fill"]) == 1
     assert capsys.readouterr().err == (
         "error: unknown kernel variant 'split-fill': vanilla, patched, or one of "
-        "bench/variants.toml: (none declared)\n")
+        f"bench/{cli.paths.BASE}/variants.toml: (none declared)\n")

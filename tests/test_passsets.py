@@ -2,7 +2,10 @@ import json
 import shutil
 from pathlib import Path
 
-from lab import cli, ktap, passsets, report, testrun
+import pytest
+
+from lab import cli, ktap, passsets, paths, report, testrun
+from lab.progress import LabError
 
 FIX = Path(__file__).parent / "fixtures" / "passsets"
 PATCHED = FIX / "test-20261101-100000"   # summary.json without a variant
@@ -121,3 +124,18 @@ def test_lab_passes_prints_the_two_runs(capsys):
     assert cli.main(["passes", str(PATCHED), str(VANILLA)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"A: {PATCHED} (patched)\nB: {VANILLA} (vanilla)\n")
+
+
+def test_runs_of_two_bases_say_their_base():
+    rows = [("x86_64/tdp: dirty_log_perf_test", ktap.Result("dirty_log_perf_test", ktap.PASS))]
+    data = report.summary([testrun.BootReport("x86_64/tdp", rows=rows)], "patched")
+    assert data[0]["base"] == paths.BASE
+    six = passsets.from_summary([{**data[0], "base": "6.12"}], "A")
+    seven = passsets.from_summary([{**data[0], "base": "7.3", "variant": "vanilla"}], "B")
+    older = passsets.from_summary([{k: v for k, v in data[0].items() if k != "base"}], "C")
+    assert (six.base, seven.base, older.base) == ("6.12", "7.3", "6.12")
+    assert passsets.render(six, seven).splitlines()[:2] == [
+        "A: A (patched, base 6.12)", "B: B (vanilla, base 7.3)"]
+    assert passsets.render(six, older).splitlines()[:2] == ["A: A (patched)", "B: C (patched)"]
+    with pytest.raises(LabError, match="boots of several bases: 6.12, 7.3"):
+        passsets.from_summary([{**data[0], "base": "6.12"}, {**data[0], "base": "7.3"}], "D")

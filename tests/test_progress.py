@@ -13,3 +13,11 @@ def test_a_second_build_of_one_directory_waits_then_says_who_holds_it(tmp_path):
                 pass
     with progress.exclusive(lock, "kernel x", wait=0.1):   # released: free again
         pass
+
+
+def test_make_jobs_are_the_cores_and_one_unless_lab_jobs_says(monkeypatch):
+    monkeypatch.setattr(progress.os, "cpu_count", lambda: 2)
+    assert progress.jobs({}) == 3
+    assert progress.jobs({"LAB_JOBS": "2"}) == 2
+    with pytest.raises(LabError, match=r"^LAB_JOBS=0: a number of make jobs, 1 or more$"):
+        progress.jobs({"LAB_JOBS": "0"})

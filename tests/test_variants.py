@@ -140,7 +140,7 @@ def test_a_side_may_boot_a_declared_variant(dirs, monkeypatch):
 
 
 def test_a_variants_kernel_builds_in_its_own_tree(monkeypatch, tmp_path):
-    monkeypatch.setattr(paths, "BUILD", tmp_path)
+    monkeypatch.setattr(paths, "BASE_BUILD", tmp_path)
     b = kernel.Build(profile.load("arm64"), "split-0002", debug=False)
     assert b.src == tmp_path / "variants" / "split-0002"
     assert b.out == b.src / ".out-arm64-split-0002"       # a direct subdirectory: ccache
@@ -156,7 +156,7 @@ def sh(cwd, *argv):
 @pytest.fixture
 def source(tmp_path, monkeypatch):
     """(build/linux on a tiny base, patches/ with two patches of one topic)."""
-    monkeypatch.setattr(paths, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(paths, "BASE_BUILD", tmp_path / "build")
     base = tmp_path / "base"
     base.mkdir()
     (base / "f.c").write_text("".join(f"line {i}\n" for i in range(1, 21)))
@@ -179,7 +179,7 @@ def test_a_variant_tree_is_the_base_and_its_patches_made_once(source, capsys):
     t, patches = source
     v = variant(patches, "0001-KVM-change-line-5.patch")
     dest = variants.ensure(v, t)
-    assert dest == paths.BUILD / "variants" / "step"
+    assert dest == paths.BASE_BUILD / "variants" / "step"
     assert sh(dest, "git", "log", "--format=%s", "base..HEAD").split("\n")[:-1] == [
         "KVM: change line 5"]
     assert "line 5!\n" in (dest / "f.c").read_text()
@@ -208,7 +208,7 @@ def test_a_patch_that_does_not_apply_leaves_no_tree_taken_as_good(source):
     assert msg.startswith("variant step: ")
     assert "kvm-topic/0002-KVM-change-line-15.patch does not apply: f.c: Hunk #1 FAILED" in msg
     assert "(git am: error: patch failed: f.c:" in msg
-    dest = paths.BUILD / "variants" / "step"
+    dest = paths.BASE_BUILD / "variants" / "step"
     assert not (dest / ".git" / variants.STAMP).exists()
     assert not (dest / ".git" / "rebase-apply").exists()     # no am left in progress
     p.write_text(good)

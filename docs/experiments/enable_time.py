@@ -34,7 +34,7 @@ def main() -> int:
     script = ("cd /kselftest/kvm\n./dirty_log_perf_test " + " ".join(opts.args)
               + "\necho \"LAB-RC $?\"\n")
     initrd = initramfs.pack(Build(prof, "patched", False), ["dirty_log_perf_test"], [],
-                            {"q": script}, paths.BUILD / "initramfs-enable-time.cpio.gz",
+                            {"q": script}, paths.BASE_BUILD / "initramfs-enable-time.cpio.gz",
                             "enable_time")
     times = {name: [] for name in images}
     failed = False
