@@ -30,7 +30,8 @@
 #   python3 -m lab parse <console.log>   judge a saved console again (python3 -m lab --help)
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
-# your own source as the base instead of bases/<base>.toml's Debian package;
+# your own source as the base instead of bases/<base>.toml's Debian package
+# (with BASE=: one source is one base's, never every base's);
 # JOBS=n: make -jn for the kernel and selftests builds (a shared machine).
 
 ARCH    ?= x86_64
@@ -45,6 +46,11 @@ BASE    ?=
 export LAB_BASE := $(BASE)
 # make test's bases: BASE, else every base, the default first (python3 -m lab bases).
 TEST_BASES = $(or $(BASE),$(shell $(LAB) bases))
+ifneq ($(BASE_TARBALL)$(BASE_TREE),)
+ifeq ($(BASE),)
+$(error BASE_TARBALL and BASE_TREE replace one base's source: say which, e.g. BASE=7.3)
+endif
+endif
 export LAB_BASE_TARBALL := $(BASE_TARBALL)
 # make's -j of the kernel and selftests builds (default: the cores and one).
 export LAB_JOBS := $(JOBS)

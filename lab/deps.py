@@ -7,8 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lab import paths, profile
-from lab.progress import LabError, say
+from lab import apt, paths, profile
+from lab.progress import LabError, exclusive, say
 
 LIST = paths.ROOT / "apt-packages.txt"
 
@@ -66,12 +66,16 @@ def install() -> None:
     steps = [["dpkg", "--add-architecture", a] for a in archs] + [["apt-get", "update", "-q"]]
     if pkgs:
         steps.append(["apt-get", "install", "-y", "-q", *pkgs])
-    for argv in steps:
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            errs = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("E:")]
-            raise LabError(f"deps: {' '.join(argv[:2])} failed: "
-                           f"{errs[-1] if errs else proc.stderr.strip()[-200:]}")
+    # The base fetch's apt runs take the same lock: a second apt run at once
+    # can delete the first one's downloads.
+    with exclusive(apt.lock(), "apt", doing="apt command"):
+        for argv in steps:
+            proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                errs = [ln for ln in (proc.stdout + proc.stderr).splitlines()
+                        if ln.startswith("E:")]
+                raise LabError(f"deps: {' '.join(argv[:2])} failed: "
+                               f"{errs[-1] if errs else proc.stderr.strip()[-200:]}")
     if missing_archs():
         raise LabError(f"deps: dpkg still lacks {', '.join(missing_archs())} after adding it")
     still = missing()
