@@ -8,7 +8,8 @@ one line, empty sources.list.d/ and preferences.d/, its own lists/ and
 cache/ (archives). `apt-get update` and `apt-get download pkg=version` run
 with -o options that point apt there (private_options), so the machine's
 sources, pins and package lists are neither read nor written; apt.conf.d
-still applies (a proxy, say). No root is needed.
+still applies (a proxy, say), its update hooks not (etc/apt.conf clears
+them). No root is needed.
 
 Every apt command the harness runs, these and the guests' busybox-static
 from the machine's own sources, holds one lock, paths.CACHE/apt.lock: two
@@ -43,11 +44,20 @@ def sources_line(uri: str, suite: str, components: list[str] | tuple[str, ...],
     return f"deb [signed-by={keyring}] {uri} {suite} {' '.join(components)}\n"
 
 
+# The machine's apt.conf.d still applies (a proxy, say), but not its hooks:
+# an update of our private lists must not run the machine's cache cleaners
+# or index builders (docker-clean, appstream, packagekit).
+NO_HOOKS = ("#clear APT::Update::Post-Invoke;\n"
+            "#clear APT::Update::Post-Invoke-Success;\n"
+            "#clear APT::Update::Pre-Invoke;\n")
+
+
 def private_options(where: Path) -> list[str]:
-    """apt-get's -o options that make where its whole configuration of
-    sources, pins, lists and archives."""
+    """apt-get's options that make where its whole configuration of
+    sources, pins, lists and archives, without the machine's update hooks."""
     etc = where / "etc"
-    return ["-o", f"Dir::Etc::SourceList={etc / 'sources.list'}",
+    return ["-c", str(etc / "apt.conf"),
+            "-o", f"Dir::Etc::SourceList={etc / 'sources.list'}",
             "-o", f"Dir::Etc::SourceParts={etc / 'sources.list.d'}",
             "-o", f"Dir::Etc::Preferences={etc / 'preferences'}",
             "-o", f"Dir::Etc::PreferencesParts={etc / 'preferences.d'}",
@@ -62,6 +72,7 @@ def prepare(where: Path, line: str) -> list[str]:
               "cache/archives/partial"):
         (where / d).mkdir(parents=True, exist_ok=True)
     (where / "etc" / "sources.list").write_text(line)
+    (where / "etc" / "apt.conf").write_text(NO_HOOKS)
     return private_options(where)
 
 

@@ -18,6 +18,12 @@ def test_the_private_configuration_is_the_base_s_own(tmp_path):
     for d in ("etc/sources.list.d", "etc/preferences.d", "lists/partial",
               "cache/archives/partial"):
         assert (tmp_path / d).is_dir()
+    # the machine's update hooks do not run on our private lists
+    assert options[:2] == ["-c", f"{tmp_path}/etc/apt.conf"]
+    assert (tmp_path / "etc/apt.conf").read_text().splitlines() == [
+        "#clear APT::Update::Post-Invoke;", "#clear APT::Update::Post-Invoke-Success;",
+        "#clear APT::Update::Pre-Invoke;"]
+    options = options[2:]
     pairs = dict(o.split("=", 1) for o in options[1::2])
     assert options[::2] == ["-o"] * len(pairs)
     assert pairs == {
