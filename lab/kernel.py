@@ -62,7 +62,10 @@ class Build:
         return self.out / "usr" / "include"
 
     def fragments(self) -> list[Path]:
-        names = ["common", self.profile.arch] + (["debug"] if self.debug else [])
+        names = ["common", self.profile.arch]
+        if self.debug:
+            # debug-<arch>: options that need DEBUG_KERNEL, which bench kernels lack.
+            names += ["debug", f"debug-{self.profile.arch}"]
         if self.variant == CHECK:
             names += ["check", f"check-{self.profile.arch}"]
         found = [paths.CONFIGS / f"{n}.config" for n in names
