@@ -9,7 +9,7 @@ scenario's baseline A, with two standard errors of the difference as its
 spread. A bar within that noise is grey whatever its size (a +13 % within
 noise is no regression); beyond it a time is green (faster) or red
 (slower), a count blue (its direction is good or bad by metric). Exact
-values (stats.compare) have no spread: a change is grey only if there is
+values (benchreport.comparison) have no spread: a change is grey only if there is
 none. With one run on a side there is no noise to judge against: such a
 bar is orange, neither "within noise" nor a verdict, whatever its size.
 A baseline of 0 has no % change, and no bar (report.md gives the
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import stats
+from lab import benchreport, stats
 from lab.progress import say
 from lab.scenarios import COUNT, EMULATED_TIME, HOST_TIME, Scenario
 
@@ -115,7 +115,7 @@ def bars(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> list
                 xa, xb = by_side.get(a, []), by_side.get(b, [])
                 if not xa or not xb:
                     continue
-                c = stats.compare(xa, xb, sc.exact(metric) and not sides)
+                c = benchreport.comparison(sc, metric, xa, xb, bool(sides))
                 if math.isnan(c.change_pct):
                     continue
                 kind = sc.kind(metric)

@@ -60,6 +60,17 @@ def change_cell(c: stats.Comparison, kind: str) -> str:
     return f"{fmt_difference(c.change, kind)} ({pct})" if c.exact else pct
 
 
+def comparison(sc: Scenario | None, metric: str, xa: list[float], xb: list[float],
+               native: bool = False) -> stats.Comparison:
+    """The comparison of one cell, which the report, the plot and the index
+    of results/ all read: exact where each side repeats one value, or the
+    scenario declares the metric exact (exact_counts) and each side gave
+    one value, in one boot or more (stats.compare). sc: None for a run of a
+    scenario bench/ no longer has; native: two saved native runs (make
+    compare), which ran without -icount, so no declaration holds."""
+    return stats.compare(xa, xb, sc is not None and sc.exact(metric) and not native)
+
+
 def verdict(c: stats.Comparison, kind: str) -> str:
     return COUNT_VERDICTS.get(c.verdict, c.verdict) if kind == COUNT else c.verdict
 
@@ -68,12 +79,12 @@ def _mean_sd(xs: list[float], kind: str) -> str:
     return f"{fmt_value(stats.mean(xs), kind)} ± {fmt_value(stats.stdev(xs), kind)} ({len(xs)})"
 
 
-def side_cells(xa: list[float], xb: list[float], kind: str, exact: bool) -> list[str]:
+def side_cells(xa: list[float], xb: list[float], kind: str, c: stats.Comparison | None
+               ) -> list[str]:
     """A side's columns against the baseline's values: mean ± sd (n),
-    change, vs noise."""
-    if not xa or not xb:
+    change, vs noise; c: their comparison, None where a side has none."""
+    if c is None:
         return [f"n={len(xb)}", "-", "missing data"]
-    c = stats.compare(xa, xb, exact)
     return [_mean_sd(xb, kind), change_cell(c, kind), verdict(c, kind)]
 
 
@@ -92,12 +103,15 @@ def render(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> st
             rows.append(f"| {name} | - | - | - | " + "- | - | no data | " * len(others)
                         + f"{seed} |")
         for (metric, group), by_side in sorted(cells.items()):
-            kind, exact = sc.kind(metric), sc.exact(metric) and not sides
+            kind = sc.kind(metric)
             xa = by_side.get(a, [])
             compared = [b for b in others if by_side.get(b)]
             base = _mean_sd(xa, kind) if xa and compared else f"n={len(xa)}"
-            cols = [base] + [x for b in others
-                             for x in side_cells(xa, by_side.get(b, []), kind, exact)]
+            cols = [base]
+            for b in others:
+                xb = by_side.get(b, [])
+                c = comparison(sc, metric, xa, xb, bool(sides)) if xa and xb else None
+                cols += side_cells(xa, xb, kind, c)
             rows.append(f"| {name} | {metric} | {group} | " + " | ".join(cols) + f" | {seed} |")
             seed = ""
     out = []

@@ -16,6 +16,8 @@ from lab import bench, benchplot, benchreport, paths, scenarios, stats
 from lab.progress import LabError
 
 RESULTS = paths.BENCH_RESULTS
+# make compare's runs: two saved native runs, their sides A and B (bench.rewrite)
+COMPARE = "compare-"
 
 HEAD = """\
 # Benchmark results
@@ -26,7 +28,8 @@ run besides the baseline: the change of the mean from the baseline side (first) 
 that side, over the run's cases (guest modes, ...) (from a baseline of 0: the
 difference), and how many cases were faster or slower beyond noise (two standard
 errors of the difference) or within it, exact (the same value in every boot of
-each side: the difference is the difference), or had one boot a side. Each run's
+each side, or one boot a side of counts the scenario declares exact: the difference
+is the difference), or had one boot a side otherwise. Each run's
 `report.md` has every cell with its stdev, n and the seed's published figure, and
 `change.png` its picture. QEMU TCG throughout: on x86 only the AMD path (SVM with
 nested paging, or shadow paging) runs; a time on the host's clock is emulation
@@ -51,11 +54,15 @@ def _change(comps: list[stats.Comparison]) -> str:
     return "; ".join(parts)
 
 
-def run_rows(data: dict) -> list[str]:
+def run_rows(data: dict, known: dict[str, scenarios.Scenario] | None = None,
+             native: bool = False) -> list[str]:
     """The table rows of one results.json: per scenario and metric, a row
-    for each side besides the baseline."""
+    for each side besides the baseline. known: today's scenarios by key,
+    which say what a metric's figure is and whether it is declared exact;
+    native: a make compare of two native runs (bench.rewrite)."""
     rows = []
     for key in data.get("scenarios", []):
+        sc = (known or {}).get(key)
         by_metric: dict[str, list] = {}
         for cell in data.get("values", {}).get(key, []):
             by_metric.setdefault(cell["metric"], []).append(cell)
@@ -71,12 +78,14 @@ def run_rows(data: dict) -> list[str]:
                 continue
             a = sides[0]
             for b in sides[1:]:
-                rows.append(_row(key, metric, a, b, cells, errors))
+                rows.append(_row(sc, key, metric, a, b, cells, errors, native))
     return rows
 
 
-def _row(key: str, metric: str, a: str, b: str, cells: list[dict], errors: int) -> str:
-    comps = [stats.compare(c[a], c[b]) for c in cells if c.get(a) and c.get(b)]
+def _row(sc: scenarios.Scenario | None, key: str, metric: str, a: str, b: str,
+         cells: list[dict], errors: int, native: bool) -> str:
+    comps = [benchreport.comparison(sc, metric, c[a], c[b], native)
+             for c in cells if c.get(a) and c.get(b)]
     if not comps:
         return f"| {key} | {metric} | {a} → {b} | {len(cells)} | missing data | - | {errors} |"
     verdicts = [c.verdict for c in comps]
@@ -85,7 +94,9 @@ def _row(key: str, metric: str, a: str, b: str, cells: list[dict], errors: int) 
             f"{_change(comps)} | {counts} | {errors} |")
 
 
-def render(results: Path = RESULTS) -> str:
+def render(results: Path = RESULTS, known: list[scenarios.Scenario] | None = None) -> str:
+    """known: the scenarios of bench/ (by default, scenarios.load_all())."""
+    by_key = {s.key: s for s in (scenarios.load_all() if known is None else known)}
     out = [HEAD]
     # The latest run first: it is the one people come for.
     runs = sorted(results.glob("*/*/results.json"), reverse=True)
@@ -104,7 +115,7 @@ def render(results: Path = RESULTS) -> str:
         rel = run.relative_to(results)
         out += [f"[{run.name}]({rel}/report.md)\n",
                 "| scenario | metric | sides | cases | change | vs noise | errors |",
-                "|---|---|---|---|---|---|---|", *run_rows(data), ""]
+                "|---|---|---|---|---|---|---|", *run_rows(data, by_key, run.name.startswith(COMPARE)), ""]
     return "\n".join(out)
 
 
@@ -125,7 +136,7 @@ def latest_picture(results: Path = RESULTS, known: list | None = None) -> Path |
         data = json.loads(runs[0].read_text())
         by_key = {s.key: s for s in (scenarios.load_all() if known is None else known)}
         scs = [by_key[k] for k in data.get("scenarios", []) if k in by_key]
-        sides = ("A", "B") if run.name.startswith("compare-") else None
+        sides = ("A", "B") if run.name.startswith(COMPARE) else None
         if not benchplot.draw(benchplot.bars(scs, bench.Results.from_json(data), sides), png):
             return None
     dest = results / LATEST

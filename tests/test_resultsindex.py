@@ -57,3 +57,20 @@ def test_the_committed_latest_picture_is_the_newest_runs():
     runs = sorted(resultsindex.RESULTS.glob("*/*/results.json"))
     assert newest.parent == runs[-1].parent, "the newest run has no change.png: lab results-index"
     assert (resultsindex.RESULTS / resultsindex.LATEST).read_bytes() == newest.read_bytes()
+
+
+def test_the_index_judges_a_cell_as_the_report_does(tmp_path):
+    """One boot a side of counts the scenario declares exact: the report
+    says "exact", and so must the index (benchreport.comparison)."""
+    from lab import scenarios
+    [sc] = scenarios.parse('[[scenario]]\nname = "execute"\narch = "x86_64"\nclock = "icount"\n'
+                           'exact_counts = true\ncommand = "x"\nmetrics = [ { name = "faults", '
+                           'phase = "Executing from memory", stat = "pf_taken" } ]\n', "t.toml")
+    run = {"scenarios": ["t/execute"], "sides": {"t/execute": ["before", "6.12"]},
+           "values": {"t/execute": [{"metric": "faults", "group": "", "before": [32768],
+                                     "6.12": [64]}]}, "errors": {}, "phases": []}
+    (tmp_path / "2026-11-24/qemu-1").mkdir(parents=True)
+    (tmp_path / "2026-11-24/qemu-1/results.json").write_text(json.dumps(run))
+    assert "| -99.8 % | 1 exact |" in resultsindex.render(tmp_path, [sc])
+    # without the scenario (bench/ dropped it) one boot a side has no noise estimate
+    assert "| -99.8 % | 1 no noise estimate (1 run) |" in resultsindex.render(tmp_path, [])
