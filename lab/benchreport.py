@@ -6,7 +6,7 @@ the host's clock, emulated time under -icount, a count). Values that are
 exact (the scenario declares its counts exact, or each side repeated one
 value) are compared as they are: the difference, "exact", never a noise
 judgement, which has no noise to judge. A baseline of 0 has no % change:
-the cell gives the difference ("+1570"). The seed's published figure is
+the cell gives the difference ("+1570 (from 0)"). The seed's published figure is
 the scenario's, so it stands on the scenario's first row.
 """
 import math
@@ -50,11 +50,19 @@ def fmt_pct(p: float) -> str:
     return f"{p:+.{1 - math.floor(math.log10(abs(p)))}f} %"
 
 
+def fmt_from_zero(d: float, kind: str) -> str:
+    """A change from a baseline of 0, which has no %: "+1570 (from 0)"."""
+    return f"{fmt_difference(d, kind)} (from 0)"
+
+
 def change_cell(c: stats.Comparison, kind: str) -> str:
     """The % change of the mean; with exact values the difference, and the
-    % beside it; with a baseline of 0 the difference alone."""
-    if math.isnan(c.change_pct) or c.change == 0:
-        return fmt_difference(c.change, kind)
+    % beside it; from a baseline of 0 the difference, "+1570 (from 0)"; no
+    change at all, "0"."""
+    if c.change == 0:
+        return fmt_difference(0, kind)
+    if math.isnan(c.change_pct):
+        return fmt_from_zero(c.change, kind)
     # the digits that tell a change from none, where there is one
     pct = fmt_pct(c.change_pct) if c.significant else f"{c.change_pct:+.1f} %"
     return f"{fmt_difference(c.change, kind)} ({pct})" if c.exact else pct

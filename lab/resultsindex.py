@@ -43,14 +43,20 @@ def _span(lo: str, hi: str) -> str:
     return lo if lo == hi else f"{lo.removesuffix(' %')} to {hi}"
 
 
-def _change(comps: list[stats.Comparison]) -> str:
-    """The cases' % changes; where a baseline is 0, the differences."""
+def _change(comps: list[stats.Comparison], kind: str | None) -> str:
+    """The cases' % changes; where a baseline is 0, the differences, as the
+    report writes them ("+1570 (from 0)"); "0" where no case changed. kind:
+    None for a scenario bench/ no longer has (its differences as they are)."""
+    if all(c.change == 0 for c in comps):
+        return "0"
     pcts = [c.change_pct for c in comps if not math.isnan(c.change_pct)]
     diffs = [c.change for c in comps if math.isnan(c.change_pct)]
     parts = ([_span(benchreport.fmt_pct(min(pcts)), benchreport.fmt_pct(max(pcts)))]
              if pcts else [])
     if diffs:
-        parts.append(_span(f"{min(diffs):+.10g}", f"{max(diffs):+.10g}") + " from 0")
+        lo, hi = (benchreport.fmt_difference(d, kind) if kind else f"{d:+.10g}"
+                  for d in (min(diffs), max(diffs)))
+        parts.append(_span(lo, hi) + " (from 0)")
     return "; ".join(parts)
 
 
@@ -88,10 +94,11 @@ def _row(sc: scenarios.Scenario | None, key: str, metric: str, a: str, b: str,
              for c in cells if c.get(a) and c.get(b)]
     if not comps:
         return f"| {key} | {metric} | {a} → {b} | {len(cells)} | missing data | - | {errors} |"
+    kind = sc.kind(metric) if sc else None
     verdicts = [c.verdict for c in comps]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
     return (f"| {key} | {metric} | {a} → {b} | {len(cells)} | "
-            f"{_change(comps)} | {counts} | {errors} |")
+            f"{_change(comps, kind)} | {counts} | {errors} |")
 
 
 def render(results: Path = RESULTS, known: list[scenarios.Scenario] | None = None) -> str:
