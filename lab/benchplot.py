@@ -9,12 +9,15 @@ scenario's baseline A, with two standard errors of the difference as its
 spread. A bar within that noise is grey whatever its size (a +13 % within
 noise is no regression); beyond it a time is green (faster) or red
 (slower), a count blue (its direction is good or bad by metric). Exact
-values (stats.compare) have no spread: a change is grey only if there is
-none. With one run on a side there is no noise to judge against: such a
+values (benchreport.comparison: the same in every boot, or counts the
+scenario declares exact) have no noise and no spread: a change is purple,
+grey only if there is none, so the legend tells exact counts from noisy
+ones. With one run on a side there is no noise to judge against: such a
 bar is orange, neither "within noise" nor a verdict, whatever its size.
-A baseline of 0 has no % change, and no bar (report.md gives the
-difference). Beside a bar, a black diamond: the seed's published change,
-where the scenario's seed text gives one.
+A baseline of 0 has no % change: its row has no bar but the difference
+as report.md writes it ("+1570 (from 0)"). Beside a bar, a black
+diamond: the seed's published change, where the scenario's seed text
+gives one.
 
 bars() makes every decision and is tested; draw() only draws them.
 """
@@ -23,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import stats
+from lab import benchreport, stats
 from lab.progress import say
 from lab.scenarios import COUNT, EMULATED_TIME, HOST_TIME, Scenario
 
@@ -31,10 +34,12 @@ PANELS = (HOST_TIME, EMULATED_TIME, COUNT)
 TITLES = {HOST_TIME: "times on the host's clock (noisy): % change of the mean",
           EMULATED_TIME: "emulated time (-icount, 1 ns an instruction): % change of the mean",
           COUNT: "counts (KVM stats, instructions, lock events): % change; exact: no spread"}
-GREY, GREEN, RED, BLUE, ORANGE = "0.75", "tab:green", "tab:red", "tab:blue", "tab:orange"
+GREY, GREEN, RED, BLUE, ORANGE, PURPLE = ("0.75", "tab:green", "tab:red", "tab:blue",
+                                          "tab:orange", "tab:purple")
 # What each colour says, for the legend (in this order, those a panel uses).
 MEANINGS = {GREY: "within noise, or no change", GREEN: "faster beyond noise",
             RED: "slower beyond noise", BLUE: "count changed beyond noise",
+            PURPLE: "exact (same every boot): changed, no noise to judge",
             ORANGE: "no noise estimate (1 run a side)"}
 
 # "1.66 s (2 passes) -> 0.307 s", "2.90 s (zap, before) -> 0.112 s", "~4 s -> ~3 s"
@@ -52,10 +57,13 @@ class Bar:
     colour: str
     seed: float | None         # the seed's published % change, if its text gives one
     sides: tuple[str, str]     # (A, B): the baseline, then what is compared with it
+    note: str = ""             # in place of a bar: a change from 0 ("+1570 (from 0)")
 
 
 def colour(c: stats.Comparison, kind: str) -> str:
-    if not c.exact and min(c.a_n, c.b_n) < 2:
+    if c.exact:
+        return PURPLE if c.significant else GREY
+    if min(c.a_n, c.b_n) < 2:
         return ORANGE
     if not c.significant:
         return GREY
@@ -115,12 +123,14 @@ def bars(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> list
                 xa, xb = by_side.get(a, []), by_side.get(b, [])
                 if not xa or not xb:
                     continue
-                c = stats.compare(xa, xb, sc.exact(metric) and not sides)
-                if math.isnan(c.change_pct):
-                    continue
+                c = benchreport.comparison(sc, metric, xa, xb, bool(sides))
                 kind = sc.kind(metric)
                 label = (f"{sc.key}: {metric}" + (f" [{group}]" if group else "")
                          + (f" ({b} vs {a})" if len(pairs) > 1 else ""))
+                if math.isnan(c.change_pct):    # from 0: no %, the difference instead
+                    note = benchreport.change_cell(c, kind) if c.change else ""
+                    out.append(Bar(kind, label, 0.0, 0.0, colour(c, kind), None, (a, b), note))
+                    continue
                 out.append(Bar(kind, label, c.change_pct, c.noise_pct, colour(c, kind),
                                seeds.get(metric), (a, b)))
     return out
@@ -149,6 +159,11 @@ def draw(found: list[Bar], dest: Path) -> Path | None:
                 color=[x.colour for x in mine], error_kw={"elinewidth": 0.8})
         handles = [Patch(color=c, label=MEANINGS[c]) for c in MEANINGS
                    if any(x.colour == c for x in mine)]
+        lo, hi = ax.get_xlim()
+        for x, y in zip(mine, ys, strict=True):
+            if x.note:      # beside 0, on the side with room for it
+                ax.text(0, y, f" {x.note} ", va="center", fontsize=7,
+                        ha="left" if hi > -lo else "right")
         seeded = [(x.seed, y) for x, y in zip(mine, ys, strict=True) if x.seed is not None]
         if seeded:
             ax.scatter([s for s, _ in seeded], [y for _, y in seeded], marker="D", color="black",

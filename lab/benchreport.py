@@ -6,7 +6,7 @@ the host's clock, emulated time under -icount, a count). Values that are
 exact (the scenario declares its counts exact, or each side repeated one
 value) are compared as they are: the difference, "exact", never a noise
 judgement, which has no noise to judge. A baseline of 0 has no % change:
-the cell gives the difference ("+1570"). The seed's published figure is
+the cell gives the difference ("+1570 (from 0)"). The seed's published figure is
 the scenario's, so it stands on the scenario's first row.
 """
 import math
@@ -50,14 +50,33 @@ def fmt_pct(p: float) -> str:
     return f"{p:+.{1 - math.floor(math.log10(abs(p)))}f} %"
 
 
+def fmt_from_zero(d: float, kind: str) -> str:
+    """A change from a baseline of 0, which has no %: "+1570 (from 0)"."""
+    return f"{fmt_difference(d, kind)} (from 0)"
+
+
 def change_cell(c: stats.Comparison, kind: str) -> str:
     """The % change of the mean; with exact values the difference, and the
-    % beside it; with a baseline of 0 the difference alone."""
-    if math.isnan(c.change_pct) or c.change == 0:
-        return fmt_difference(c.change, kind)
+    % beside it; from a baseline of 0 the difference, "+1570 (from 0)"; no
+    change at all, "0"."""
+    if c.change == 0:
+        return fmt_difference(0, kind)
+    if math.isnan(c.change_pct):
+        return fmt_from_zero(c.change, kind)
     # the digits that tell a change from none, where there is one
     pct = fmt_pct(c.change_pct) if c.significant else f"{c.change_pct:+.1f} %"
     return f"{fmt_difference(c.change, kind)} ({pct})" if c.exact else pct
+
+
+def comparison(sc: Scenario | None, metric: str, xa: list[float], xb: list[float],
+               native: bool = False) -> stats.Comparison:
+    """The comparison of one cell, which the report, the plot and the index
+    of results/ all read: exact where each side repeats one value, or the
+    scenario declares the metric exact (exact_counts) and each side gave
+    one value, in one boot or more (stats.compare). sc: None for a run of a
+    scenario bench/ no longer has; native: two saved native runs (make
+    compare), which ran without -icount, so no declaration holds."""
+    return stats.compare(xa, xb, sc is not None and sc.exact(metric) and not native)
 
 
 def verdict(c: stats.Comparison, kind: str) -> str:
@@ -68,12 +87,12 @@ def _mean_sd(xs: list[float], kind: str) -> str:
     return f"{fmt_value(stats.mean(xs), kind)} ± {fmt_value(stats.stdev(xs), kind)} ({len(xs)})"
 
 
-def side_cells(xa: list[float], xb: list[float], kind: str, exact: bool) -> list[str]:
+def side_cells(xa: list[float], xb: list[float], kind: str, c: stats.Comparison | None
+               ) -> list[str]:
     """A side's columns against the baseline's values: mean ± sd (n),
-    change, vs noise."""
-    if not xa or not xb:
+    change, vs noise; c: their comparison, None where a side has none."""
+    if c is None:
         return [f"n={len(xb)}", "-", "missing data"]
-    c = stats.compare(xa, xb, exact)
     return [_mean_sd(xb, kind), change_cell(c, kind), verdict(c, kind)]
 
 
@@ -92,12 +111,15 @@ def render(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> st
             rows.append(f"| {name} | - | - | - | " + "- | - | no data | " * len(others)
                         + f"{seed} |")
         for (metric, group), by_side in sorted(cells.items()):
-            kind, exact = sc.kind(metric), sc.exact(metric) and not sides
+            kind = sc.kind(metric)
             xa = by_side.get(a, [])
             compared = [b for b in others if by_side.get(b)]
             base = _mean_sd(xa, kind) if xa and compared else f"n={len(xa)}"
-            cols = [base] + [x for b in others
-                             for x in side_cells(xa, by_side.get(b, []), kind, exact)]
+            cols = [base]
+            for b in others:
+                xb = by_side.get(b, [])
+                c = comparison(sc, metric, xa, xb, bool(sides)) if xa and xb else None
+                cols += side_cells(xa, xb, kind, c)
             rows.append(f"| {name} | {metric} | {group} | " + " | ".join(cols) + f" | {seed} |")
             seed = ""
     out = []

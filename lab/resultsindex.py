@@ -16,6 +16,8 @@ from lab import bench, benchplot, benchreport, paths, scenarios, stats
 from lab.progress import LabError
 
 RESULTS = paths.BENCH_RESULTS
+# make compare's runs: two saved native runs, their sides A and B (bench.rewrite)
+COMPARE = "compare-"
 
 HEAD = """\
 # Benchmark results
@@ -26,7 +28,8 @@ run besides the baseline: the change of the mean from the baseline side (first) 
 that side, over the run's cases (guest modes, ...) (from a baseline of 0: the
 difference), and how many cases were faster or slower beyond noise (two standard
 errors of the difference) or within it, exact (the same value in every boot of
-each side: the difference is the difference), or had one boot a side. Each run's
+each side, or one boot a side of counts the scenario declares exact: the difference
+is the difference), or had one boot a side otherwise. Each run's
 `report.md` has every cell with its stdev, n and the seed's published figure, and
 `change.png` its picture. QEMU TCG throughout: on x86 only the AMD path (SVM with
 nested paging, or shadow paging) runs; a time on the host's clock is emulation
@@ -40,22 +43,32 @@ def _span(lo: str, hi: str) -> str:
     return lo if lo == hi else f"{lo.removesuffix(' %')} to {hi}"
 
 
-def _change(comps: list[stats.Comparison]) -> str:
-    """The cases' % changes; where a baseline is 0, the differences."""
+def _change(comps: list[stats.Comparison], kind: str | None) -> str:
+    """The cases' % changes; where a baseline is 0, the differences, as the
+    report writes them ("+1570 (from 0)"); "0" where no case changed. kind:
+    None for a scenario bench/ no longer has (its differences as they are)."""
+    if all(c.change == 0 for c in comps):
+        return "0"
     pcts = [c.change_pct for c in comps if not math.isnan(c.change_pct)]
     diffs = [c.change for c in comps if math.isnan(c.change_pct)]
     parts = ([_span(benchreport.fmt_pct(min(pcts)), benchreport.fmt_pct(max(pcts)))]
              if pcts else [])
     if diffs:
-        parts.append(_span(f"{min(diffs):+.10g}", f"{max(diffs):+.10g}") + " from 0")
+        lo, hi = (benchreport.fmt_difference(d, kind) if kind else f"{d:+.10g}"
+                  for d in (min(diffs), max(diffs)))
+        parts.append(_span(lo, hi) + " (from 0)")
     return "; ".join(parts)
 
 
-def run_rows(data: dict) -> list[str]:
+def run_rows(data: dict, known: dict[str, scenarios.Scenario] | None = None,
+             native: bool = False) -> list[str]:
     """The table rows of one results.json: per scenario and metric, a row
-    for each side besides the baseline."""
+    for each side besides the baseline. known: today's scenarios by key,
+    which say what a metric's figure is and whether it is declared exact;
+    native: a make compare of two native runs (bench.rewrite)."""
     rows = []
     for key in data.get("scenarios", []):
+        sc = (known or {}).get(key)
         by_metric: dict[str, list] = {}
         for cell in data.get("values", {}).get(key, []):
             by_metric.setdefault(cell["metric"], []).append(cell)
@@ -71,21 +84,26 @@ def run_rows(data: dict) -> list[str]:
                 continue
             a = sides[0]
             for b in sides[1:]:
-                rows.append(_row(key, metric, a, b, cells, errors))
+                rows.append(_row(sc, key, metric, a, b, cells, errors, native))
     return rows
 
 
-def _row(key: str, metric: str, a: str, b: str, cells: list[dict], errors: int) -> str:
-    comps = [stats.compare(c[a], c[b]) for c in cells if c.get(a) and c.get(b)]
+def _row(sc: scenarios.Scenario | None, key: str, metric: str, a: str, b: str,
+         cells: list[dict], errors: int, native: bool) -> str:
+    comps = [benchreport.comparison(sc, metric, c[a], c[b], native)
+             for c in cells if c.get(a) and c.get(b)]
     if not comps:
         return f"| {key} | {metric} | {a} → {b} | {len(cells)} | missing data | - | {errors} |"
+    kind = sc.kind(metric) if sc else None
     verdicts = [c.verdict for c in comps]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
     return (f"| {key} | {metric} | {a} → {b} | {len(cells)} | "
-            f"{_change(comps)} | {counts} | {errors} |")
+            f"{_change(comps, kind)} | {counts} | {errors} |")
 
 
-def render(results: Path = RESULTS) -> str:
+def render(results: Path = RESULTS, known: list[scenarios.Scenario] | None = None) -> str:
+    """known: the scenarios of bench/ (by default, scenarios.load_all())."""
+    by_key = {s.key: s for s in (scenarios.load_all() if known is None else known)}
     out = [HEAD]
     # The latest run first: it is the one people come for.
     runs = sorted(results.glob("*/*/results.json"), reverse=True)
@@ -104,7 +122,7 @@ def render(results: Path = RESULTS) -> str:
         rel = run.relative_to(results)
         out += [f"[{run.name}]({rel}/report.md)\n",
                 "| scenario | metric | sides | cases | change | vs noise | errors |",
-                "|---|---|---|---|---|---|---|", *run_rows(data), ""]
+                "|---|---|---|---|---|---|---|", *run_rows(data, by_key, run.name.startswith(COMPARE)), ""]
     return "\n".join(out)
 
 
@@ -125,7 +143,7 @@ def latest_picture(results: Path = RESULTS, known: list | None = None) -> Path |
         data = json.loads(runs[0].read_text())
         by_key = {s.key: s for s in (scenarios.load_all() if known is None else known)}
         scs = [by_key[k] for k in data.get("scenarios", []) if k in by_key]
-        sides = ("A", "B") if run.name.startswith("compare-") else None
+        sides = ("A", "B") if run.name.startswith(COMPARE) else None
         if not benchplot.draw(benchplot.bars(scs, bench.Results.from_json(data), sides), png):
             return None
     dest = results / LATEST

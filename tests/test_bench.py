@@ -681,7 +681,7 @@ def test_exact_values_read_as_exact_and_a_zero_baseline_as_a_difference():
     text = benchreport.render([sc], res)
     rows = {r.split(" | ")[1]: r for r in text.splitlines() if r.startswith("| x/execute")}
     assert rows["faults"].endswith("| 32768 ± 0 (2) | 64 ± 0 (2) | -32704 (-99.8 %) | exact |  |")
-    assert "| 0 ± 0 (2) | 1570 ± 0 (2) | +1570 | exact |" in rows["fast faults"]
+    assert "| 0 ± 0 (2) | 1570 ± 0 (2) | +1570 (from 0) | exact |" in rows["fast faults"]
     assert "| -0.176013 s (-96.6 %) | exact |" in rows["execute"]
     assert "nan %" not in text and not any("noise" in r for r in rows.values())
     assert text.count("(-96 %)") == 1

@@ -120,14 +120,19 @@ metrics = [ { name = "execute", regex = 'e: (\d+\.\d+)s' },
                                 # a baseline of 0: no % change, no bar
                                 "fast faults": ([0.0], [1570.0])})
     got = {b.label.split(": ")[1]: b for b in benchplot.bars([sc], res)}
-    assert set(got) == {"execute", "faults"}
     assert got["execute"].panel == scenarios.EMULATED_TIME
+    assert got["execute"].colour == benchplot.GREEN and not got["execute"].note
+    # exact counts: a colour of their own, whose legend says exact, not "beyond noise"
     assert (got["faults"].panel, got["faults"].spread, got["faults"].colour) == (
-        scenarios.COUNT, 0.0, benchplot.BLUE)
+        scenarios.COUNT, 0.0, benchplot.PURPLE)
+    assert "noise" not in benchplot.MEANINGS[benchplot.PURPLE].split(":")[0]
+    # from 0: no bar, the difference written as report.md writes it
+    assert (got["fast faults"].change, got["fast faults"].note) == (0.0, "+1570 (from 0)")
 
 
 def test_draw_writes_a_png(tmp_path, scs, matplotlib):
-    res = results("t/split", {"execute": ([2.0, 2.1], [1.0, 1.1])})
+    res = results("t/split", {"execute": ([2.0, 2.1], [1.0, 1.1]),
+                              "populate": ([0.0, 0.0], [1.0, 1.0])})
     dest = benchplot.draw(benchplot.bars([scs["split"]], res), tmp_path / "change.png")
     assert dest.read_bytes().startswith(b"\x89PNG")
     assert benchplot.draw([], tmp_path / "none.png") is None

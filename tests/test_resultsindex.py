@@ -8,7 +8,9 @@ RUN = {"scenarios": ["t/enable", "t/gone"],
            {"metric": "enable", "group": "48-bit 4K", "vanilla": [10, 11, 9], "patched": [5, 5.5, 4.5]},
            {"metric": "enable", "group": "40-bit 16K", "vanilla": [10, 11, 9], "patched": [10, 12, 9]},
            {"metric": "passes", "group": "", "vanilla": [3, 3], "patched": [3]},
-           {"metric": "faults", "group": "", "vanilla": [0, 0], "patched": [1570, 1570]}]},
+           {"metric": "faults", "group": "", "vanilla": [0, 0], "patched": [1570, 1570]},
+           {"metric": "zapped", "group": "", "vanilla": [0, 0], "patched": [0, 0]},
+           {"metric": "rmap", "group": "", "vanilla": [511, 511], "patched": [511, 511]}]},
        "errors": {"t/gone": ["boot 1/5: crashed"]}, "phases": []}
 
 
@@ -22,9 +24,12 @@ def test_a_row_per_scenario_and_metric_of_each_run(tmp_path):
     assert "[qemu-2](2026-11-23/qemu-2/report.md)" in text
     assert ("| t/enable | enable | vanilla → patched | 2 | -50.0 to +3.3 % | 1 faster, "
             "1 within noise | 0 |") in text
-    assert ("| t/enable | passes | vanilla → patched | 1 | +0.0 % | "
+    assert ("| t/enable | passes | vanilla → patched | 1 | 0 | "
             "1 no noise estimate (1 run) | 0 |") in text
-    assert "| t/enable | faults | vanilla → patched | 1 | +1570 from 0 | 1 exact | 0 |" in text
+    assert "| t/enable | faults | vanilla → patched | 1 | +1570 (from 0) | 1 exact | 0 |" in text
+    # no change is "0", not "+0.0 %" nor "+0 (from 0)" (qemu-100135's index)
+    assert "| t/enable | zapped | vanilla → patched | 1 | 0 | 1 exact | 0 |" in text
+    assert "| t/enable | rmap | vanilla → patched | 1 | 0 | 1 exact | 0 |" in text
     assert "| t/gone | - | - | 0 | no data | - | 1 |" in text
 
 
@@ -57,3 +62,20 @@ def test_the_committed_latest_picture_is_the_newest_runs():
     runs = sorted(resultsindex.RESULTS.glob("*/*/results.json"))
     assert newest.parent == runs[-1].parent, "the newest run has no change.png: lab results-index"
     assert (resultsindex.RESULTS / resultsindex.LATEST).read_bytes() == newest.read_bytes()
+
+
+def test_the_index_judges_a_cell_as_the_report_does(tmp_path):
+    """One boot a side of counts the scenario declares exact: the report
+    says "exact", and so must the index (benchreport.comparison)."""
+    from lab import scenarios
+    [sc] = scenarios.parse('[[scenario]]\nname = "execute"\narch = "x86_64"\nclock = "icount"\n'
+                           'exact_counts = true\ncommand = "x"\nmetrics = [ { name = "faults", '
+                           'phase = "Executing from memory", stat = "pf_taken" } ]\n', "t.toml")
+    run = {"scenarios": ["t/execute"], "sides": {"t/execute": ["before", "6.12"]},
+           "values": {"t/execute": [{"metric": "faults", "group": "", "before": [32768],
+                                     "6.12": [64]}]}, "errors": {}, "phases": []}
+    (tmp_path / "2026-11-24/qemu-1").mkdir(parents=True)
+    (tmp_path / "2026-11-24/qemu-1/results.json").write_text(json.dumps(run))
+    assert "| -99.8 % | 1 exact |" in resultsindex.render(tmp_path, [sc])
+    # without the scenario (bench/ dropped it) one boot a side has no noise estimate
+    assert "| -99.8 % | 1 no noise estimate (1 run) |" in resultsindex.render(tmp_path, [])
