@@ -20,7 +20,7 @@
 #   make tree / make export        build/<base>/linux from patches/<base>/, and back
 #   make topics                    per topic, the bases that carry it, and per patch whether
 #                                  the other base's version is the same change, a port or none
-#   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]   (or a variant of bench/variants.toml)
+#   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]   (or a variant of bench/<base>/variants.toml)
 #   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."] [SELFTESTS=<tree>]
 #            [VARIANT=vanilla]     those tests in one boot of make test's kernel, KTAP out
 #                                  (no pytest, no check); SELFTESTS: another tree's kvm selftests;
@@ -143,9 +143,9 @@ shell:
 list:
 	@$(LAB) list
 
-# tree: build/linux is the series' selftests (their source and headers) and
-# the base commit the vanilla kernel and every variant of bench/variants.toml
-# are made from; venv: matplotlib for change.png.
+# tree: build/<base>/linux is the series' selftests (their source and
+# headers) and the base commit the vanilla kernel and every variant of
+# bench/<base>/variants.toml are made from; venv: matplotlib for change.png.
 bench: deps venv tree
 	@$(VLAB) bench --level $(BENCH) $(foreach s,$(SCENARIO),--scenario $(s))
 

@@ -41,7 +41,7 @@ def ccache_env() -> dict:
     """The selftests Makefile passes absolute -I paths and -g, so by default
     ccache hashes the checkout's path and a fresh clone elsewhere misses every
     object (x86: 112 of 112; 26 s of compiling alone, 63 s beside make check).
-    base_dir makes the paths relative to build/, and the directory stays out
+    base_dir makes the paths relative to build/<base>/, and the directory stays out
     of the hash: the debug info may then name another clone's directory,
     which no one reads in a test binary run in a guest."""
     return {"CCACHE_BASEDIR": str(paths.BASE_BUILD), "CCACHE_NOHASHDIR": "1"}

@@ -102,7 +102,7 @@ class TestList:
 
     @property
     def file(self) -> str:
-        return self.origin or f"testlists/{self.arch}.toml"
+        return self.origin or datafile.origin(paths.TESTLISTS / f"{self.arch}.toml")
 
     def known_flake(self, run: ktap.Run) -> Flaky | None:
         """The [[flaky]] entry a failed run matches, if any."""

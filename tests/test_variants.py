@@ -1,4 +1,4 @@
-"""bench/variants.toml: its errors, what each variant resolves to, and the
+"""bench/<base>/variants.toml: its errors, what each variant resolves to, and the
 tree it makes (on a tiny stand-in for the kernel tree)."""
 import subprocess
 
@@ -155,7 +155,8 @@ def sh(cwd, *argv):
 
 @pytest.fixture
 def source(tmp_path, monkeypatch):
-    """(build/linux on a tiny base, patches/ with two patches of one topic)."""
+    """(build/<base>/linux on a tiny base, patches/<base>/ with two patches of
+    one topic)."""
     monkeypatch.setattr(paths, "BASE_BUILD", tmp_path / "build")
     base = tmp_path / "base"
     base.mkdir()
@@ -184,7 +185,7 @@ def test_a_variant_tree_is_the_base_and_its_patches_made_once(source, capsys):
         "KVM: change line 5"]
     assert "line 5!\n" in (dest / "f.c").read_text()
     assert "line 15!\n" not in (dest / "f.c").read_text()
-    # the same commit as build/linux's first one, Topic: trailer and all
+    # the same commit as build/<base>/linux's first one, Topic: trailer and all
     assert (sh(dest, "git", "rev-parse", "HEAD^{tree}")
             == sh(t, "git", "rev-parse", "HEAD~1^{tree}"))
     capsys.readouterr()
