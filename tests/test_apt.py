@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lab import apt, base
+from lab import apt, base, deps
 from lab.progress import LabError
 
 
@@ -99,3 +99,11 @@ def test_no_apt_get_is_one_line(monkeypatch, tmp_path):
     with pytest.raises(LabError, match=r"^apt-get not found: the harness fetches Debian "
                        r"packages with apt \(set BASE_TARBALL to use a local tarball\)$"):
         apt.run(["apt-get", "update"])
+
+
+def test_make_deps_installs_the_keyring_each_base_s_suite_is_signed_by():
+    """The private configuration trusts only the keyring bases/<name>.toml
+    names (signed-by): make deps must install the package that ships it."""
+    listed = {tool for tool, _ in deps.parse(deps.LIST.read_text())}
+    for name in base.names():
+        assert base.load(name).keyring in listed, name
