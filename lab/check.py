@@ -159,9 +159,9 @@ def style_problems(rel: str, text: str, checkpatch_output: str,
     for level, typ, msg in checkpatch_findings(checkpatch_output):
         if not any(fnmatch.fnmatch(rel, w.pattern) and w.type == typ for w in waivers):
             out.append(f"{level}:{typ}: {msg}")
-    subject = re.search(r"^Subject: (?:\[PATCH[^\]]*\] )?(.*)$", text, re.M)
-    if not subject or not subject.group(1).startswith(SUBJECT_PREFIXES):
-        out.append(f"subject {subject.group(1) if subject else '(none)'!r} does not start "
+    subject = series.subject(text)
+    if not subject or not subject.startswith(SUBJECT_PREFIXES):
+        out.append(f"subject {subject or '(none)'!r} does not start "
                    f"with an upstream prefix ({', '.join(p.strip() for p in SUBJECT_PREFIXES)})")
     if not re.search(r"^Signed-off-by: .+ <.+@.+>$", text, re.M):
         out.append("no Signed-off-by")

@@ -55,11 +55,10 @@ def resign(patch_text: str, name: str, email: str) -> str:
 
 def cover_parts(text: str) -> tuple[str, str]:
     """(subject without the [PATCH x/n] tag, body) of a maintained cover letter."""
-    m = re.search(r"^Subject: (?:\[[^\]]*\] )?(.*)$", text, re.M)
-    if not m:
+    subject, body = series.message(text)
+    if not subject:
         raise LabError("the cover letter has no Subject: line")
-    body = text[m.end():].lstrip("\n")
-    return m.group(1).strip(), body.rstrip("\n") + "\n"
+    return subject, body.strip("\n") + "\n"
 
 
 def fill_cover(template: str, subject: str, body: str) -> str:

@@ -4,7 +4,15 @@ One patch path per line, relative to patches/<base>/, optionally followed by
 quilt's -pN; '#' starts a comment. The folder of each path is its topic: one
 folder per upstream submission, so the series file is what says which topic a
 patch is in. Each base has its own series and its own version of a topic.
+
+A patch file and a cover letter are mails as git format-patch writes them:
+headers up to the first blank line, then the message; subject() and
+message() are the one reader of their Subject (make check's style check,
+make series' cover letter and make topics' pairing all use it).
 """
+import email
+import email.policy
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +34,29 @@ class Entry:
     @property
     def topic(self) -> str:
         return self.path.split("/", 1)[0] if "/" in self.path else ""
+
+
+# The tag git format-patch (or a person) puts before the subject: [PATCH],
+# [PATCH v2 3/7], [RFC PATCH 0/4].
+TAG_RE = re.compile(r"^\[[^\]]*\]\s*")
+
+
+def message(text: str) -> tuple[str | None, str]:
+    """(subject, body) of a patch file or cover letter: the Subject header
+    unfolded (format-patch folds a long one over several lines) and decoded,
+    its whitespace collapsed, without a leading [PATCH ...] tag (None if
+    the headers have no Subject); the body is what follows the headers."""
+    head, _, body = text.partition("\n\n")
+    msg = email.message_from_string(head + "\n\n", policy=email.policy.default)
+    raw = msg["Subject"]
+    if raw is None:
+        return None, body
+    return TAG_RE.sub("", " ".join(str(raw).split())), body
+
+
+def subject(text: str) -> str | None:
+    """The subject of a patch file or cover letter, as message() reads it."""
+    return message(text)[0]
 
 
 def parse(text: str, origin: str = "series") -> list[Entry]:

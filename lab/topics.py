@@ -13,9 +13,6 @@ patches/topics.toml says why a topic is carried on one base only
 (`[[topic]] name, why`, e.g. "upstream since 6.15: commit ..."); an entry
 for a topic no base carries, or that several carry, is a mistake.
 """
-import email
-import email.policy
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,13 +51,6 @@ class Topic:
         return list(self.patches)
 
 
-def subject(text: str) -> str:
-    """A patch file's subject, unfolded, without a [PATCH ...] tag."""
-    head = text.split("\n\n", 1)[0]
-    msg = email.message_from_string(head + "\n\n", policy=email.policy.default)
-    return re.sub(r"^\[[^\]]*\]\s*", "", " ".join(str(msg["Subject"] or "").split()))
-
-
 def patch_id(text: str) -> str:
     proc = subprocess.run(["git", "patch-id", "--stable"], input=text, capture_output=True,
                           text=True)
@@ -71,7 +61,7 @@ def patch_id(text: str) -> str:
 
 def read_base(patches_root: Path, base: str) -> list[Patch]:
     d = patches_root / base
-    return [Patch(base, e.path, subject((d / e.path).read_text()),
+    return [Patch(base, e.path, series.subject((d / e.path).read_text()) or "",
                   patch_id((d / e.path).read_text())) for e in series.load(d)]
 
 

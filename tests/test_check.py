@@ -69,6 +69,12 @@ def test_style_findings_waivers_subject_and_signoff():
     bad = check.style_problems("t/0001-a.patch", "Subject: [PATCH] fix stuff\n", "", [])
     assert bad[0].startswith("subject 'fix stuff' does not start with an upstream prefix")
     assert bad[1] == "no Signed-off-by"
+    # a folded subject is judged whole
+    folded = "Subject: [PATCH] KVM: arm64: Do a thing that\n takes two lines\n\n" + GOOD[GOOD.index("Signed"):]
+    assert check.style_problems("t/0001-a.patch", folded, "", []) == []
+    folded = "Subject: [PATCH] Do a thing that\n takes two lines\n\nSigned-off-by: A B <a@b.example>\n"
+    assert check.style_problems("t/0001-a.patch", folded, "", [])[0].startswith(
+        "subject 'Do a thing that takes two lines' does not start")
     with pytest.raises(LabError, match="waivers:1: a waiver is"):
         check.parse_waivers("only-a-glob\n", "waivers")
 

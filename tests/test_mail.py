@@ -37,6 +37,16 @@ def test_cover_letter_fills_git_s_template():
         mail.fill_cover("Subject: x\n", subject, body)
 
 
+def test_a_folded_cover_letter_subject_is_one_line_and_not_in_the_body():
+    text = ("Subject: [PATCH 0/5] KVM: arm64: Split huge pages eagerly without a map\n"
+            " walk and without visiting pages\n\nEager page splitting.\n")
+    assert mail.cover_parts(text) == (
+        "KVM: arm64: Split huge pages eagerly without a map walk and without visiting pages",
+        "Eager page splitting.\n")
+    with pytest.raises(LabError, match="no Subject: line"):
+        mail.cover_parts("From: a <a@example.org>\n\nText.\n")
+
+
 def test_get_maintainer_roles_split_to_and_cc():
     out = """\
 Marc Zyngier <maz@kernel.org> (maintainer:KERNEL VIRTUAL MACHINE FOR ARM64 (KVM/arm64))

@@ -41,10 +41,6 @@ def two_bases(tmp_path):
     return tmp_path
 
 
-def test_subject_is_unfolded_without_its_tag():
-    assert topics.subject(patch("KVM: x86: Age it", "x", fold=True)) == "KVM: x86: Age it"
-
-
 def test_a_topic_s_versions_compared_patch_by_patch(two_bases):
     (two_bases / "topics.toml").write_text(
         '[[topic]]\nname = "old-fix"\nwhy = """upstream since 6.15:\n  commit abc"""\n')
