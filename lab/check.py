@@ -1,8 +1,10 @@
 """make check: is the series fit to mail upstream and to carry in a distro?
 
 - style: checkpatch.pl --strict on every patch (no error, warning or check
-  unless patches/checkpatch-waivers says why), an upstream subject prefix and
-  a Signed-off-by;
+  unless patches/<base>/checkpatch-waivers says why), an upstream subject
+  prefix and a Signed-off-by; no placeholder of a figure not measured yet
+  (series.PLACEHOLDER_RE, "[7.3 figures to be measured]") in a patch or
+  cover letter;
 - apply: the series applies with `git am` onto the base, and with quilt onto
   the Debian source's files it touches, laid out as Debian's kernel package
   carries patches (debian/patches/features/..., series lines);
@@ -33,6 +35,9 @@ from lab.kernel import Build
 from lab.progress import LabError, compiler_errors, run_logged, say
 
 FIXTURES = paths.ROOT / "tests" / "fixtures" / "check"
+# The placeholders of FIXTURES/placeholder: one in the patch, one over two
+# lines of the cover letter, beside brackets and words that are none.
+PLACEHOLDER_FIXTURES = 2
 CHECK_IDENT = ("Make Check", "make-check@example.invalid")
 WAIVERS = "checkpatch-waivers"
 # What upstream KVM and mm expect a subject to start with.
@@ -166,6 +171,11 @@ def style_problems(rel: str, text: str, checkpatch_output: str,
     if not re.search(r"^Signed-off-by: .+ <.+@.+>$", text, re.M):
         out.append("no Signed-off-by")
     return out
+
+
+def placeholder_problems(patches_dir: Path, entries: list) -> list[str]:
+    return [f"{where}: a placeholder, not a figure: fill it in"
+            for where in series.placeholders(patches_dir, entries)]
 
 
 # ------------------------------------------------------------------ running
@@ -417,6 +427,8 @@ def run() -> Report:
         raise LabError(f"{paths.TREE} does not exist: run `make tree` first")
     for rel, problems in check_style(paths.TREE, paths.PATCHES, entries).items():
         rep.add(f"checkpatch --strict, subject, Signed-off-by: {rel}", problems)
+    rep.add("no placeholder figure in the patches and cover letters", placeholder_problems(
+        paths.PATCHES, entries))
     rep.add("quilt push -a onto the Debian source's files (debian/patches layout)",
             check_quilt(paths.TREE, paths.PATCHES, entries, paths.BASE_BUILD / "check-quilt"))
     src = tree.ensure_worktree(paths.TREE, paths.CHECK_SRC, keep=True)
@@ -429,7 +441,9 @@ def run() -> Report:
     for topic in mail.topics():
         label = f"make series {topic}: b4 reads it back, git send-email --dry-run takes it"
         try:
-            out = mail.make_series(topic, 1, CHECK_IDENT, paths.BASE_BUILD / "check-series")
+            # Placeholders have their own row above.
+            out = mail.make_series(topic, 1, CHECK_IDENT, paths.BASE_BUILD / "check-series",
+                                   refuse_placeholders=False)
             if not b4.exists():
                 raise LabError(f"{b4} not found (make venv installs b4)")
             rep.add(label, mail.verify(out, str(b4), CHECK_IDENT))
@@ -447,6 +461,11 @@ def self_check(src: Path, rep: Report) -> None:
     missed = [e.path for e in entries if not found[e.path]]
     rep.add("catches a mis-styled patch (fixture)",
             [f"{p}: checkpatch found nothing" for p in missed])
+    placeholder_dir = FIXTURES / "placeholder"
+    found = series.placeholders(placeholder_dir, series.load(placeholder_dir))
+    rep.add("catches placeholder figures in a patch and a cover letter (fixture)",
+            [] if len(found) == PLACEHOLDER_FIXTURES else
+            [f"found {len(found)} of {PLACEHOLDER_FIXTURES}: {'; '.join(found) or 'none'}"])
     build_dir = FIXTURES / "bisect"
     entries = series.load(build_dir)
     inner = Report()

@@ -92,8 +92,21 @@ def topics() -> list[str]:
     return list(dict.fromkeys(e.topic for e in series.load(paths.PATCHES)))
 
 
+def refuse_placeholders_in(patches_dir: Path, entries: list[series.Entry]) -> None:
+    """A LabError naming each placeholder (series.PLACEHOLDER_RE) of these
+    patches and their cover letters: a figure not measured yet is not mailed."""
+    found = series.placeholders(patches_dir, entries)
+    if found:
+        raise LabError(f"{len(found)} placeholder(s) of figures not measured yet, to fill in "
+                       f"before mailing: {'; '.join(found)}")
+
+
 def make_series(topic: str, version: int, ident: tuple[str, str],
-                out_root: Path = paths.BASE_BUILD / "series") -> Path:
+                out_root: Path = paths.BASE_BUILD / "series",
+                refuse_placeholders: bool = True) -> Path:
+    """The topic's send-ready folder. What is mailed, its patches and cover
+    letter, must hold no placeholder (refuse_placeholders: make check
+    reports them on a row of its own)."""
     entries = series.load(paths.PATCHES)
     mine = [e for e in entries if e.topic == topic]
     if not mine:
@@ -102,6 +115,8 @@ def make_series(topic: str, version: int, ident: tuple[str, str],
     cover_file = paths.PATCHES / topic / COVER
     if not cover_file.exists():
         raise LabError(f"{cover_file} is missing: a topic is mailed with its cover letter")
+    if refuse_placeholders:
+        refuse_placeholders_in(paths.PATCHES, mine)
     subject, body = cover_parts(cover_file.read_text())
     name, email = ident
     src = tree.ensure_worktree(paths.TREE, paths.BASE_BUILD / "mail-src", keep=True)

@@ -16,8 +16,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths
+from lab import datafile, paths
 from lab.progress import LabError
+
+# A topic's cover letter, beside its patches (not in the series file).
+COVER = "0000-cover-letter.patch"
+# A figure not measured yet, held by a bracketed placeholder such as
+# "[7.3 figures to be measured]": make check and make series refuse to let
+# one reach a mail (placeholders()).
+PLACEHOLDER_RE = re.compile(r"\[[^\[\]]*?\bto\s+be\s+measured\b[^\[\]]*\]", re.I)
 
 HEADER = """\
 # Quilt series for kvm-mmu-series on base {base}, applied in this order onto
@@ -57,6 +64,24 @@ def message(text: str) -> tuple[str | None, str]:
 def subject(text: str) -> str | None:
     """The subject of a patch file or cover letter, as message() reads it."""
     return message(text)[0]
+
+
+def placeholders(patches_dir: Path, entries: list["Entry"]) -> list[str]:
+    """'<file>:<line>: <placeholder>' for each PLACEHOLDER_RE in the patches
+    of entries and in their topics' cover letters, in series order."""
+    files = []
+    for e in entries:
+        cover = patches_dir / e.topic / COVER
+        if e.topic and cover not in files and cover.is_file():
+            files.append(cover)
+        files.append(patches_dir / e.path)
+    found = []
+    for f in files:
+        text = f.read_text()
+        for m in PLACEHOLDER_RE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(f"{datafile.origin(f)}:{line}: {' '.join(m.group(0).split())}")
+    return found
 
 
 def parse(text: str, origin: str = "series") -> list[Entry]:

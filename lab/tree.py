@@ -20,7 +20,7 @@ IDENT_NAME = "kvm-mmu-series"
 IDENT_EMAIL = "kvm-mmu-series@users.noreply.invalid"
 BASE_TAG = "base"
 TOPIC_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-COVER = "0000-cover-letter.patch"
+COVER = series.COVER
 # Debian's linux-source tarball appends these to the top-level .gitignore so
 # that its packaging repo tracks only debian/; in our tree they would hide
 # every new file, so the working copy drops them (see _unhide_toplevel).

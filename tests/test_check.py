@@ -79,12 +79,40 @@ def test_style_findings_waivers_subject_and_signoff():
         check.parse_waivers("only-a-glob\n", "waivers")
 
 
+def test_placeholder_figures_are_named_by_file_and_line():
+    d = FIXTURES / "placeholder"
+    got = check.placeholder_problems(d, series.load(d))
+    where = "tests/fixtures/check/placeholder/fixture/"
+    assert got == [
+        f"{where}0000-cover-letter.patch:5: [V7.3 FIGURES TO BE MEASURED]: a placeholder, "
+        "not a figure: fill it in",
+        f"{where}0001-KVM-selftests-Time-a-thing.patch:6: [7.3 figures to be measured]: a "
+        "placeholder, not a figure: fill it in"]
+    assert len(got) == check.PLACEHOLDER_FIXTURES
+    # the series' real patches: a base without any passes
+    assert check.placeholder_problems(FIXTURES / "bisect", series.load(FIXTURES / "bisect")) == []
+
+
+@pytest.mark.parametrize("text, found", [
+    ("[7.3 figures to be measured]", True),
+    ("(figures: [to be measured on hardware])", True),
+    ("[v7.3 figures to be\nmeasured]", True),
+    ("[TO BE MEASURED]", True),
+    ("figures to be measured", False),         # no brackets
+    ("[0] to be measured [1]", False),         # outside any bracket pair
+    ("[7.3 figures to be remeasured]", False),
+])
+def test_what_is_a_placeholder(text, found):
+    assert bool(series.PLACEHOLDER_RE.search(text)) == found
+
+
 def test_fixture_series_are_well_formed():
     # make check runs these; each must name files that exist, in order
     assert [e.path for e in series.load(FIXTURES / "bisect")] == [
         "fixture/0001-KVM-arm64-Rename-kvm_pgtable_walk_skip_cmo.patch",
         "fixture/0002-KVM-arm64-Add-stage2_fixture_needs_cmo.patch"]
     assert len(series.load(FIXTURES / "style")) == 1
+    assert len(series.load(FIXTURES / "placeholder")) == 1
 
 
 def _git(repo, *argv):

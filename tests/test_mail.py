@@ -72,3 +72,40 @@ def test_a_missing_identity_says_what_to_set(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Ann Sender")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "ann@example.org")
     assert mail.sender_identity(tmp_path) == ("Ann Sender", "ann@example.org")
+
+
+class Reached(Exception):
+    """make_series got past its checks, to the tree."""
+
+
+def test_make_series_refuses_a_topic_with_placeholder_figures(tmp_path, monkeypatch):
+    for rel, text in {
+            "a/0000-cover-letter.patch": "Subject: [PATCH 0/1] KVM: A\n\nIt took\n"
+                                         "[7.3 figures to be measured].\n",
+            "a/0001-KVM-A.patch": PATCH,
+            "b/0000-cover-letter.patch": "Subject: [PATCH 0/1] KVM: B\n\nB.\n",
+            "b/0001-KVM-B.patch": PATCH.replace("Because.", "Because [to be measured]."),
+            "c/0000-cover-letter.patch": "Subject: [PATCH 0/1] KVM: C\n\nC.\n",
+            "c/0001-KVM-C.patch": PATCH}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    (tmp_path / "series").write_text("a/0001-KVM-A.patch\nb/0001-KVM-B.patch\n"
+                                     "c/0001-KVM-C.patch\n")
+    monkeypatch.setattr(mail.paths, "PATCHES", tmp_path)
+
+    def reached(*a, **k):
+        raise Reached
+    monkeypatch.setattr(mail.tree, "ensure_worktree", reached)
+    ident = ("Ann Sender", "ann@example.org")
+    with pytest.raises(LabError, match=r"^1 placeholder\(s\) of figures not measured yet, to "
+                       r"fill in before mailing: .*a/0000-cover-letter.patch:4: "
+                       r"\[7.3 figures to be measured\]$"):
+        mail.make_series("a", 1, ident, tmp_path / "out")
+    with pytest.raises(LabError, match=r"b/0001-KVM-B.patch:5: \[to be measured\]$"):
+        mail.make_series("b", 1, ident, tmp_path / "out")
+    # what is mailed is the topic's own: c goes on though b, before it, has one
+    with pytest.raises(Reached):
+        mail.make_series("c", 1, ident, tmp_path / "out")
+    # make check reports them on a row of its own
+    with pytest.raises(Reached):
+        mail.make_series("a", 1, ident, tmp_path / "out", refuse_placeholders=False)
