@@ -138,10 +138,28 @@ def download(spec: str, dest: Path, options: list[str] | None = None,
     return debs[-1]
 
 
+def dpkg_deb_error(output: str, returncode: int) -> str:
+    """What dpkg-deb said when it failed, on one line: its own lines (the
+    cause, e.g. "unexpected end of file", is often not the last), else the
+    last line of its tar or decompressor."""
+    lines = said(output)
+    own = [ln for ln in lines if ln.startswith("dpkg-deb")]
+    return " | ".join(own or lines[-1:]) or f"exit {returncode}, no output"
+
+
 def deb_member(deb: Path, member: str, dest: Path) -> Path:
-    """Extract one file of a .deb (dpkg-deb -x into a scratch dir)."""
+    """Extract one file of a .deb (dpkg-deb -x into a scratch dir); a .deb
+    dpkg-deb cannot read (a truncated download, say) is a LabError naming
+    it and what dpkg-deb said."""
+    if not shutil.which("dpkg-deb"):
+        raise LabError(f"dpkg-deb not found: it unpacks {deb.name} (apt: dpkg)")
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        proc = subprocess.run(["dpkg-deb", "-x", str(deb), tmp], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            raise LabError(f"dpkg-deb -x {deb} failed (exit {proc.returncode}; a truncated "
+                           f"or damaged download?): "
+                           f"{dpkg_deb_error(proc.stderr + proc.stdout, proc.returncode)}")
         src = Path(tmp) / member
         if not src.exists():
             raise LabError(f"{deb.name} has no {member}")

@@ -1,7 +1,11 @@
 """lab/apt.py: the private configuration a base's package is fetched with,
 apt's words read as one line, one apt command at a time."""
+import random
+import shutil
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +111,67 @@ def test_make_deps_installs_the_keyring_each_base_s_suite_is_signed_by():
     listed = {tool for tool, _ in deps.parse(deps.LIST.read_text())}
     for name in base.names():
         assert base.load(name).keyring in listed, name
+
+
+# Not compressible: a cut in the middle of the .deb is a cut in its data.
+CONTENT = random.Random(1).randbytes(20000)
+
+
+def a_deb(tmp_path: Path) -> Path:
+    """A real .deb holding usr/src/f.tar.xz, built by dpkg-deb."""
+    pkg = tmp_path / "pkg"
+    (pkg / "DEBIAN").mkdir(parents=True)
+    (pkg / "DEBIAN/control").write_text("Package: lab-fixture\nVersion: 1\nArchitecture: all\n"
+                                        "Maintainer: A <a@example.org>\nDescription: x\n")
+    (pkg / "usr/src").mkdir(parents=True)
+    (pkg / "usr/src/f.tar.xz").write_bytes(CONTENT)
+    deb = tmp_path / "lab-fixture_1_all.deb"
+    subprocess.run(["dpkg-deb", "-b", str(pkg), str(deb)], check=True, capture_output=True)
+    return deb
+
+
+needs_dpkg_deb = pytest.mark.skipif(not shutil.which("dpkg-deb"), reason="no dpkg-deb")
+
+
+@needs_dpkg_deb
+def test_a_member_of_a_deb_is_extracted(tmp_path):
+    deb = a_deb(tmp_path)
+    got = apt.deb_member(deb, "usr/src/f.tar.xz", tmp_path / "out")
+    assert got.read_bytes() == CONTENT
+    with pytest.raises(LabError, match=r"^lab-fixture_1_all.deb has no usr/src/g.tar.xz$"):
+        apt.deb_member(deb, "usr/src/g.tar.xz", tmp_path / "out2")
+
+
+@needs_dpkg_deb
+@pytest.mark.parametrize("cut", [10000, 20])
+def test_a_truncated_deb_is_one_line_naming_it_and_dpkg_deb_s_words(tmp_path, cut):
+    good = a_deb(tmp_path)
+    bad = tmp_path / "linux-source-7.3_7.3.4-1~bpo13+1_all.deb"
+    bad.write_bytes(good.read_bytes()[:cut])
+    with pytest.raises(LabError) as e:
+        apt.deb_member(bad, "usr/src/f.tar.xz", tmp_path / "out")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"dpkg-deb -x {bad} failed (exit 2; a truncated or damaged "
+                          "download?): dpkg-deb")
+    assert "unexpected end of file" in msg
+    assert not (tmp_path / "out").exists()
+
+
+def test_dpkg_deb_s_words_on_one_line():
+    out = ("dpkg-deb (subprocess): cannot copy archive member from 'x.deb' to decompressor "
+           "pipe: unexpected end of file or stream\n"
+           "tar: This does not look like a tar archive\n"
+           "dpkg-deb: error: tar subprocess returned error exit status 2\n")
+    assert apt.dpkg_deb_error(out, 2) == (
+        "dpkg-deb (subprocess): cannot copy archive member from 'x.deb' to decompressor "
+        "pipe: unexpected end of file or stream | dpkg-deb: error: tar subprocess returned "
+        "error exit status 2")
+    assert apt.dpkg_deb_error("tar: short read\n", 2) == "tar: short read"
+    assert apt.dpkg_deb_error("", 2) == "exit 2, no output"
+
+
+def test_no_dpkg_deb_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LabError, match=r"^dpkg-deb not found: it unpacks x.deb \(apt: dpkg\)$"):
+        apt.deb_member(tmp_path / "x.deb", "bin/busybox", tmp_path / "busybox")
