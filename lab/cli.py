@@ -179,7 +179,8 @@ def parser() -> argparse.ArgumentParser:
     bs.set_defaults(fn=cmd_bases)
     sub.add_parser("topics", help="per topic, the bases that carry it and, per patch, "
                    "whether another base's version is the same change, a port (same "
-                   "subject) or none; patches/topics.toml says why a topic is on one base"
+                   "subject, or a retitled one patches/topics.toml pairs) or none; "
+                   "patches/topics.toml says why a topic is on one base"
                    ).set_defaults(fn=cmd_topics)
     t = sub.add_parser("tree", help="build/<base>/linux = the base + patches/<base>/series")
     t.add_argument("--force", action="store_true", help="discard unexported work in the tree")

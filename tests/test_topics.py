@@ -77,3 +77,59 @@ def test_the_checkout_s_topics_compare():
     found = {t.name: t for t in topics.compare(paths.ROOT / "patches", base.names())}
     assert found["x86-lockless-aging"].why.startswith("a backport")
     assert all(t.bases for t in found.values())
+
+
+PORT = ('[[port]]\ntopic = "aging"\n"6.12" = "KVM: x86: Backport"\n'
+        '"7.3" = "KVM: arm64: New"\n')
+
+
+def test_a_port_pairs_a_retitled_patch(two_bases):
+    (two_bases / "topics.toml").write_text(PORT)
+    aging = topics.compare(two_bases, ["6.12", "7.3"])[0]
+    assert topics.render([aging]) == (
+        "aging: 6.12, 7.3\n"
+        "  6.12 0001-KVM-Add-a-mode.patch  7.3: same change (0002-KVM-Add-a-mode.patch)\n"
+        "  6.12 0002-KVM-x86-Age-it.patch  7.3: ported (0001-KVM-x86-Age-it.patch)\n"
+        "  6.12 0003-KVM-x86-Backport.patch  7.3: ported, retitled (0003-KVM-arm64-New.patch)\n")
+    # from either side
+    new = aging.patches["7.3"][2]
+    assert topics.match(new, aging.patches["6.12"], aging.ports) == (
+        topics.RETITLED, aging.patches["6.12"][2])
+
+
+@pytest.mark.parametrize("text, msg", [
+    (PORT.replace('"KVM: arm64: New"', '"KVM: arm64: Old"'),
+     r"/topics.toml: \[\[port\]\] 'aging': no patch of 'aging' in .*/7.3/series has the "
+     r"subject 'KVM: arm64: Old'; its subjects: KVM: Add a mode; KVM: x86: Age it; "
+     r"KVM: arm64: New$"),
+    (PORT.replace('"KVM: arm64: New"', '"KVM: selftests: Test"'),
+     r"/topics.toml: \[\[port\]\] 'aging': no patch of 'aging' in .*/7.3/series has the "
+     r"subject 'KVM: selftests: Test' \(new/0001-KVM-selftests-Test.patch has it, another "
+     r"topic\)$"),
+    (PORT.replace('"aging"', '"new"'),
+     r"/topics.toml: \[\[port\]\] 'new': .*/6.12/series has no topic 'new'$"),
+    (PORT.replace('"7.3" = "KVM: arm64: New"\n', ''),
+     r"/topics.toml: \[\[port\]\] 'aging': names the subject of 1 base\(s\); a port pairs "),
+    (PORT.replace('"7.3"', '"7.4"'), r"\[\[port\]\] 'aging': unknown key '7.4' "
+     r"\(did you mean '7.3'\?\)$"),
+    (PORT.replace('"KVM: arm64: New"', '"KVM: x86: Backport"'),
+     r"\[\[port\]\] 'aging': the subjects are the same, which pairs the patches without an "
+     r"entry: remove it$"),
+    (PORT + PORT.replace('"KVM: arm64: New"', '"KVM: x86: Age it"'),
+     r"\[\[port\]\] 'aging': 6.12's 'KVM: x86: Backport' is paired twice$"),
+])
+def test_a_wrong_port_is_one_line(two_bases, text, msg):
+    (two_bases / "topics.toml").write_text(text)
+    with pytest.raises(LabError, match=msg):
+        topics.compare(two_bases, ["6.12", "7.3"])
+
+
+def test_the_checkout_s_ports_pair_their_patches():
+    """Each [[port]] of patches/topics.toml pairs what it says, and make
+    topics shows the pair."""
+    found = {t.name: t for t in topics.compare(paths.ROOT / "patches", base.names())}
+    x86 = found["x86-mmu-selftests"]
+    count = next(p for p in x86.patches["6.12"] if "Count the TLB flushes" in p.subject)
+    kind, o = topics.match(count, x86.patches["7.3"], x86.ports)
+    assert (kind, o.subject) == (topics.RETITLED, "KVM: selftests: Check how disabling "
+                                                  "dirty logging recovers huge pages")
