@@ -117,13 +117,16 @@ series: tree
 # The venv and pytest use one core, the tree imports the other: side by side.
 # Then each base's run, one after the other (each keeps both cores busy);
 # every base runs, and the exit code is 0 only if every base passed.
+# TEST_BOOT: an arch or a base none of whose lists has any of the boots is
+# skipped, one line each; a boot no list of TEST_BASES has is an error.
 test: deps
 	@test -n "$(TEST_BASES)" || { echo "error: no base to test ($(LAB) bases named none)"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 pytest $(addprefix tree-,$(TEST_BASES))
 	@rc=0; failed=; for b in $(TEST_BASES); do \
 		LAB_BASE=$$b $(LAB) test $(if $(TEST_ARCH),--arch $(TEST_ARCH)) \
 			$(if $(TEST_JOBS),--jobs $(TEST_JOBS)) $(if $(FULL),--full) \
-			$(foreach bt,$(TEST_BOOT),--boot $(bt)) --variant $(VARIANT) || { rc=1; failed="$$failed $$b"; }; \
+			$(foreach bt,$(TEST_BOOT),--boot $(bt)) --bases "$(TEST_BASES)" \
+			--variant $(VARIANT) || { rc=1; failed="$$failed $$b"; }; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: failed on base(s):$$failed" >&2; fi; exit $$rc
 

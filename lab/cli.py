@@ -82,10 +82,21 @@ def cmd_series(args):
 
 
 def cmd_test(args):
+    arches = args.arch or profile.arches()
+    run_bases = list(dict.fromkeys(args.bases.replace(",", " ").split())) or [paths.BASE]
+    if paths.BASE not in run_bases:
+        raise LabError(f"--bases {args.bases!r} leaves out this base, {paths.BASE}")
+    have = (suite.boot_names(list(dict.fromkeys(run_bases + base.names())), arches)
+            if args.boot else {paths.BASE: {a: [] for a in arches}})
+    plan, notes = suite.plan_boots(args.boot, paths.BASE, run_bases, have)
+    for n in notes:
+        say(n)
+    if not plan:
+        return 0
     say(f"test: base {paths.BASE} ({datafile.origin(paths.PATCHES)}/series, "
         f"{datafile.origin(paths.TESTLISTS)}/)")
-    reports = suite.run(args.arch or profile.arches(), args.boot, args.full,
-                        args.variant, not args.no_debug, not args.no_check, args.jobs)
+    reports = suite.run(plan, args.full, args.variant, not args.no_debug, not args.no_check,
+                        args.jobs)
     code = report.show(reports, "test", args.variant)
     if args.variant == "vanilla":
         # What the run is for: its pass sets beside the series' own.
@@ -266,7 +277,13 @@ def parser() -> argparse.ArgumentParser:
         if name == "test":
             s.add_argument("--arch", action="append", choices=profile.arches())
             s.add_argument("--boot", action="append",
-                           help="only these boots (default: all but the full ones)")
+                           help="only these boots (default: all but the full ones); an "
+                           "arch whose list has none of them is left out, and so is this "
+                           "base if no list of it has any but another of --bases does")
+            s.add_argument("--bases", default="",
+                           help="the bases of this make test run, space separated (make "
+                           "test without BASE: every base; default: this one): a --boot "
+                           "that none of them has is an error")
             s.add_argument("--full", action="store_true",
                            help="also the boots marked full (long matrices)")
             s.add_argument("--no-debug", action="store_true", help="without configs/debug.config")

@@ -5,7 +5,9 @@ An arch is one build (kernel, selftests, initramfs, and the panic check),
 the kernel of each config its selected boots name, and one part per boot;
 testrun does the building and booting, this module only orders them.
 """
-from lab import check, ktap, lanes, profile, testlist, testrun
+import difflib
+
+from lab import check, ktap, lanes, paths, profile, testlist, testrun
 from lab.progress import LabError, say
 
 # What an arch's build weighs against its boots when make test orders the
@@ -23,6 +25,67 @@ def check_report() -> testrun.BootReport:
         rep.rows.append(("check: make check ran", ktap.Result("check", ktap.FAIL, str(e))))
         rep.problems.append(f"check: {e}")
     return rep
+
+
+def boot_names(bases: list[str], arches: list[str]) -> dict[str, dict[str, list[str]]]:
+    """base -> arch -> the boots of testlists/<base>/<arch>.toml, for the
+    lists that exist."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for b in bases:
+        d = paths.TESTLISTS.parent / b
+        out[b] = {a: [bt.name for bt in testlist.load(a, d).boots]
+                  for a in arches if (d / f"{a}.toml").is_file()}
+    return out
+
+
+def _alternatives(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
+
+
+def plan_boots(named: list[str] | None, base: str, run_bases: list[str],
+               have: dict[str, dict[str, list[str]]]) -> tuple[dict, list[str]]:
+    """make test TEST_BOOT=...: per arch of base, the named boots its list
+    has (None: the list's default boots, when none is named), and the lines
+    that say what is left out. An arch whose list has none of them is left
+    out, and so is the whole base when no list of it has any (an empty plan):
+    make test runs each base of run_bases, and a boot may be one base's
+    only. A boot that no list of run_bases has is an error; have (base ->
+    arch -> boot names, for run_bases and any other base) says which other
+    base has it."""
+    mine = have.get(base, {})
+    if not named:
+        return {a: None for a in mine}, []
+    named = list(dict.fromkeys(named))
+
+    def bases_with(names, among):
+        return [b for b in among if any(n in boots for n in names
+                                        for boots in have.get(b, {}).values())]
+
+    in_run = {n for b in run_bases for boots in have.get(b, {}).values() for n in boots}
+    unknown = [n for n in named if n not in in_run]
+    if unknown:
+        arches = sorted({a for b in run_bases for a in have.get(b, {})}) or ["<arch>"]
+        elsewhere = bases_with(unknown, [b for b in have if b not in run_bases])
+        near = [m for n in unknown for m in difflib.get_close_matches(n, sorted(in_run), n=1)]
+        raise LabError(
+            f"testlists/{_alternatives(run_bases)}/{_alternatives(arches)}.toml: no boot "
+            f"{', '.join(unknown)}"
+            + (f"; base {', '.join(elsewhere)} has it (BASE={elsewhere[0]})" if elsewhere else "")
+            + (f"; did you mean {', '.join(near)}?" if near else "")
+            + " (make list BASE=<base> shows a base's boots)")
+    plan = {a: [n for n in named if n in boots] for a, boots in mine.items()}
+    plan = {a: boots for a, boots in plan.items() if boots}
+    absent = [n for n in named if not any(n in boots for boots in plan.values())]
+    has = bases_with(absent, [b for b in run_bases if b != base])
+    why = (f"no list of testlists/{base}/ has boot {', '.join(absent)}"
+           + (f" (base {', '.join(has)} has it)" if has else ""))
+    if not plan:
+        return {}, [f"test: base {base} skipped: {why}"]
+    notes = [f"test: base {base}: {why}: not run here"] if absent else []
+    notes += [f"test: {a} skipped: testlists/{base}/{a}.toml has none of the boots "
+              f"{', '.join(named)}" for a in mine if a not in plan]
+    return plan, notes
 
 
 def arch_parts(prof: profile.Profile, tl: testlist.TestList, boots: list[str] | None,
@@ -76,18 +139,20 @@ def arch_parts(prof: profile.Profile, tl: testlist.TestList, boots: list[str] | 
                for bt in selected])
 
 
-def run(arches: list[str], boots: list[str] | None, full: bool, variant: str, debug: bool,
+def run(plan: dict[str, list[str] | None], full: bool, variant: str, debug: bool,
         with_check: bool, jobs: int) -> list[testrun.BootReport]:
+    """plan: arch -> its boots to run (None: the list's default, or all with
+    full), as plan_boots says."""
     # make check first, whatever its weight: a broken patch is known in
     # minutes, and its builds run while the first arch's build holds
     # BUILD_LOCK. Then each part when its turn comes (lanes.run).
     parts = [lanes.Part("check", lambda: [check_report()], float("inf"))] if with_check else []
-    lists = {a: testlist.load(a) for a in arches}
+    lists = {a: testlist.load(a) for a in plan}
     # At most this many parts at once: check, and every boot of every arch.
-    most = len(parts) + sum(max(1, len(tl.selected(boots, full))) for tl in lists.values())
+    most = len(parts) + sum(max(1, len(tl.selected(plan[a], full))) for a, tl in lists.items())
     scale = lanes.timeout_scale(jobs, most)
     for a, tl in lists.items():
-        parts += arch_parts(profile.load(a), tl.scaled(scale), boots, full, variant, debug)
+        parts += arch_parts(profile.load(a), tl.scaled(scale), plan[a], full, variant, debug)
     if scale > 1:
         say(f"test: {', '.join(lanes.start_order(parts))}, {jobs} at a time; "
             f"test timeouts x{scale}, as the lanes share the cores")

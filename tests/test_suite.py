@@ -1,5 +1,8 @@
-"""make test's plan: which parts, waiting for what."""
+"""make test's plan: which boots of which arch and base, which parts, waiting for what."""
+import pytest
+
 from lab import profile, suite, testlist
+from lab.progress import LabError
 
 
 def test_a_config_boot_waits_for_its_own_kernel(tmp_path):
@@ -23,3 +26,50 @@ name = "aging_stress_test"
     assert [p.name for p in suite.arch_parts(profile.load("x86_64"), tl, ["tdp"], False,
                                              "patched", True)] == [
         "x86_64", "x86_64/tdp"]
+
+
+# Two bases' lists, as make test TEST_BOOT=... sees them: 7.3 has fewer boots.
+HAVE = {"6.12": {"arm64": ["vhe", "nvhe", "split-thp"], "x86_64": ["tdp", "shadow"]},
+        "7.3": {"arm64": ["vhe", "nvhe"], "x86_64": ["tdp", "shadow", "long"]}}
+BOTH = ["6.12", "7.3"]
+
+
+def test_without_test_boot_every_arch_runs_its_default_boots():
+    assert suite.plan_boots(None, "7.3", BOTH, HAVE) == ({"arm64": None, "x86_64": None}, [])
+
+
+def test_a_boot_of_one_base_only_skips_the_other_base_in_one_line():
+    assert suite.plan_boots(["split-thp"], "6.12", BOTH, HAVE) == (
+        {"arm64": ["split-thp"]},
+        ["test: x86_64 skipped: testlists/6.12/x86_64.toml has none of the boots split-thp"])
+    assert suite.plan_boots(["split-thp"], "7.3", BOTH, HAVE) == (
+        {}, ["test: base 7.3 skipped: no list of testlists/7.3/ has boot split-thp "
+             "(base 6.12 has it)"])
+
+
+def test_a_base_runs_the_named_boots_it_has_and_says_which_it_has_not():
+    plan, notes = suite.plan_boots(["long", "vhe", "split-thp"], "7.3", BOTH, HAVE)
+    assert plan == {"arm64": ["vhe"], "x86_64": ["long"]}
+    assert notes == ["test: base 7.3: no list of testlists/7.3/ has boot split-thp (base 6.12 "
+                     "has it): not run here"]
+
+
+def test_a_boot_no_base_of_the_run_has_is_an_error():
+    with pytest.raises(LabError, match=r"^testlists/\{6.12,7.3\}/\{arm64,x86_64\}.toml: no boot "
+                       r"shadw; did you mean shadow\? \(make list BASE=<base> shows a base's "
+                       r"boots\)$"):
+        suite.plan_boots(["tdp", "shadw"], "6.12", BOTH, HAVE)
+    # make test BASE=7.3: 6.12's boot is not this run's, and the error says whose it is
+    with pytest.raises(LabError, match=r"^testlists/7.3/\{arm64,x86_64\}.toml: no boot "
+                       r"split-thp; base 6.12 has it \(BASE=6.12\) "):
+        suite.plan_boots(["split-thp"], "7.3", ["7.3"], HAVE)
+    # TEST_ARCH=arm64: only the arm64 lists count
+    arm64 = {b: {"arm64": arches["arm64"]} for b, arches in HAVE.items()}
+    with pytest.raises(LabError, match=r"^testlists/\{6.12,7.3\}/arm64.toml: no boot tdp"):
+        suite.plan_boots(["tdp"], "6.12", BOTH, arm64)
+
+
+def test_the_checkout_s_lists_give_each_base_s_boots():
+    have = suite.boot_names(["6.12", "7.3"], ["x86_64", "arm64"])
+    assert "split-thp" in have["6.12"]["arm64"] and "split-thp" not in have["7.3"]["arm64"]
+    assert suite.plan_boots(["split-thp"], "7.3", ["6.12", "7.3"], have)[0] == {}
