@@ -22,9 +22,9 @@ from lab.progress import LabError
 # A topic's cover letter, beside its patches (not in the series file).
 COVER = "0000-cover-letter.patch"
 # A figure not measured yet, held by a bracketed placeholder such as
-# "[7.3 figures to be measured]": make check and make series refuse to let
+# "[7.3 figures to be measured]" or "[v4 message-id to be filled]": make check and make series refuse to let
 # one reach a mail (placeholders()).
-PLACEHOLDER_RE = re.compile(r"\[[^\[\]]*?\bto\s+be\s+measured\b[^\[\]]*\]", re.I)
+PLACEHOLDER_RE = re.compile(r"\[[^\[\]]*?\bto\s+be\s+(?:measured|filled)\b[^\[\]]*\]", re.I)
 
 HEADER = """\
 # Quilt series for kvm-mmu-series on base {base}, applied in this order onto

@@ -98,6 +98,7 @@ def test_placeholder_figures_are_named_by_file_and_line():
     ("(figures: [to be measured on hardware])", True),
     ("[v7.3 figures to be\nmeasured]", True),
     ("[TO BE MEASURED]", True),
+    ("[v4 message-id to be filled]", True),
     ("figures to be measured", False),         # no brackets
     ("[0] to be measured [1]", False),         # outside any bracket pair
     ("[7.3 figures to be remeasured]", False),
