@@ -331,6 +331,22 @@ def old_tree(force: bool = False, old: Path | None = None, new: Path | None = No
     return note
 
 
+def holds_series(tree: Path, patches_dir: Path) -> bool:
+    """Whether tree's commits are patches/'s series, patch for patch, with
+    nothing uncommitted: applying the series again would change no file's
+    contents, only its time, and every build from the tree would then
+    recompile what the series touches (and a build running meanwhile would
+    compile the base: 2026-11-24, make bench's patched arm64 kernel was
+    built while another make reset the tree to the base)."""
+    _unhide_toplevel(tree)
+    if git(tree, "status", "--porcelain").strip():
+        return False
+    rendered = render_patches(tree)
+    if [rel for rel, _, _ in rendered] != [e.path for e in series.load(patches_dir)]:
+        return False
+    return all((patches_dir / rel).read_text() == text for rel, text, _ in rendered)
+
+
 def make_tree(source: Path, label: str, patches_dir: Path = paths.PATCHES,
               tree: Path = paths.TREE, force: bool = False) -> None:
     if (tree / ".git").exists() and not force:
@@ -340,6 +356,10 @@ def make_tree(source: Path, label: str, patches_dir: Path = paths.PATCHES,
                            f"hold; export it (make export) or discard it (make tree FORCE=1):"
                            f"\n    "
                            + "\n    ".join(lost))
+        if tree_base_label(tree) == label and holds_series(tree, patches_dir):
+            say(f"tree: {tree} = {label} + {len(series.load(patches_dir))} patch(es), "
+                f"as {datafile.origin(patches_dir)}/ has them: left as it is")
+            return
     if tree_base_label(tree) != label:
         import_base(tree, source, label)
     n = apply_series(tree, patches_dir)

@@ -1,4 +1,5 @@
 """The import -> export round trip on a tiny stand-in for the kernel tree."""
+import os
 import shutil
 import subprocess
 import tarfile
@@ -182,3 +183,21 @@ def test_a_second_import_of_a_tarball_clones_the_first(tmp_path, base_dir, monke
     assert sh(first, "git", "rev-parse", "base") == sh(second, "git", "rev-parse", "base")
     tree.import_base(second, tarball, "test base")     # and the cache is whole again
     assert "cloning test base" in capsys.readouterr().err
+
+
+def test_make_tree_leaves_a_tree_that_holds_the_series(tmp_path, base_dir):
+    t, patches, text = two_topics(tmp_path, base_dir)
+    tree.export(t, patches)
+    touched = t / "mm/vmscan.c"
+    os.utime(touched, (1, 1))                     # a time no re-apply keeps
+    head = sh(t, "git", "rev-parse", "HEAD")
+    tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t)
+    assert touched.stat().st_mtime == 1           # no file rewritten: builds stay valid
+    assert sh(t, "git", "rev-parse", "HEAD") == head
+    # A patch changed in patches/ (an edit, a pull): the series is applied again.
+    p = next(patches.glob("mm-topic/0001-*.patch"))
+    assert "\nSubject: mm: multi-gen LRU: first\n" in p.read_text()
+    p.write_text(p.read_text().replace("\nSubject: mm: multi-gen LRU: first\n",
+                                       "\nSubject: mm: multi-gen LRU: first one\n"))
+    tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t, force=True)
+    assert "mm: multi-gen LRU: first one" in sh(t, "git", "log", "--format=%s", "base..HEAD")
