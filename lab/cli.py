@@ -286,7 +286,9 @@ def parser() -> argparse.ArgumentParser:
                            "that none of them has is an error")
             s.add_argument("--full", action="store_true",
                            help="also the boots marked full (long matrices)")
-            s.add_argument("--no-debug", action="store_true", help="without configs/debug.config")
+            s.add_argument("--no-debug", action="store_true",
+                           help="without configs/debug.config and debug-<arch>.config "
+                                "(arm64: no stage-2 dump, so eager_split_test skips)")
             s.add_argument("--variant", default="patched", choices=kernel.VARIANTS,
                            help="vanilla: the base alone, the tests the series adds "
                            "reported as skipped (not in this variant)")

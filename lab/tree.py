@@ -293,14 +293,16 @@ def export(tree: Path, patches_dir: Path) -> list[str]:
     return changed
 
 
-def unexported(tree: Path, patches_dir: Path) -> list[str]:
-    """What in tree that patches/ does not hold: dirty files, commits not exported."""
+def unexported(tree: Path, patches_dir: Path,
+               rendered: list[tuple[str, str, str]] | None = None) -> list[str]:
+    """What in tree that patches/ does not hold: dirty files, commits not
+    exported. rendered: render_patches(tree), when the caller has it."""
     # A reset or checkout in the tree restores Debian's "/*" line, which
     # would hide new files from the status below.
     _unhide_toplevel(tree)
     problems = [f"uncommitted: {ln}" for ln in
                 git(tree, "status", "--porcelain").splitlines() if ln.strip()]
-    for rel, text, subject in render_patches(tree):
+    for rel, text, subject in (render_patches(tree) if rendered is None else rendered):
         f = patches_dir / rel
         if not f.exists() or f.read_text() != text:
             problems.append(f"not exported: {subject}")
@@ -331,32 +333,28 @@ def old_tree(force: bool = False, old: Path | None = None, new: Path | None = No
     return note
 
 
-def holds_series(tree: Path, patches_dir: Path) -> bool:
-    """Whether tree's commits are patches/'s series, patch for patch, with
-    nothing uncommitted: applying the series again would change no file's
-    contents, only its time, and every build from the tree would then
-    recompile what the series touches (and a build running meanwhile would
-    compile the base: 2026-11-24, make bench's patched arm64 kernel was
-    built while another make reset the tree to the base)."""
-    _unhide_toplevel(tree)
-    if git(tree, "status", "--porcelain").strip():
-        return False
-    rendered = render_patches(tree)
-    if [rel for rel, _, _ in rendered] != [e.path for e in series.load(patches_dir)]:
-        return False
-    return all((patches_dir / rel).read_text() == text for rel, text, _ in rendered)
+def holds_series(rendered: list[tuple[str, str, str]], patches_dir: Path) -> bool:
+    """Whether a tree whose commits render as rendered (render_patches), all
+    exported (unexported() found nothing), is patches/'s series in its
+    order: applying the series again would change no file's contents, only
+    its time, and every build from the tree would then recompile what the
+    series touches (and a build running meanwhile would compile the base:
+    2026-11-24, make bench's patched arm64 kernel was built while another
+    make reset the tree to the base)."""
+    return [rel for rel, _, _ in rendered] == [e.path for e in series.load(patches_dir)]
 
 
 def make_tree(source: Path, label: str, patches_dir: Path = paths.PATCHES,
               tree: Path = paths.TREE, force: bool = False) -> None:
     if (tree / ".git").exists() and not force:
-        lost = unexported(tree, patches_dir)
+        rendered = render_patches(tree)
+        lost = unexported(tree, patches_dir, rendered)
         if lost:
             raise LabError(f"{tree} has work that {datafile.origin(patches_dir)}/ does not "
                            f"hold; export it (make export) or discard it (make tree FORCE=1):"
                            f"\n    "
                            + "\n    ".join(lost))
-        if tree_base_label(tree) == label and holds_series(tree, patches_dir):
+        if tree_base_label(tree) == label and holds_series(rendered, patches_dir):
             say(f"tree: {tree} = {label} + {len(series.load(patches_dir))} patch(es), "
                 f"as {datafile.origin(patches_dir)}/ has them: left as it is")
             return

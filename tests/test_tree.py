@@ -194,7 +194,18 @@ def test_make_tree_leaves_a_tree_that_holds_the_series(tmp_path, base_dir):
     tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t)
     assert touched.stat().st_mtime == 1           # no file rewritten: builds stay valid
     assert sh(t, "git", "rev-parse", "HEAD") == head
-    # A patch changed in patches/ (an edit, a pull): the series is applied again.
+    # The series file reordered (the same patches): applied again, in its order.
+    sf = patches / "series"
+    lines = sf.read_text().splitlines(keepends=True)
+    entries = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert len(entries) == 2
+    sf.write_text("".join(ln for ln in lines if ln not in entries) + entries[1] + entries[0])
+    tree.make_tree(base_dir, "test base", patches_dir=patches, tree=t)
+    assert sh(t, "git", "rev-parse", "HEAD") != head
+    assert touched.stat().st_mtime != 1
+    # A patch changed in patches/ (an edit, a pull): the tree's commits are
+    # no longer what patches/ holds, so make tree asks for FORCE=1 and then
+    # applies the series again.
     p = next(patches.glob("mm-topic/0001-*.patch"))
     assert "\nSubject: mm: multi-gen LRU: first\n" in p.read_text()
     p.write_text(p.read_text().replace("\nSubject: mm: multi-gen LRU: first\n",
