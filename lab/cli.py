@@ -66,7 +66,8 @@ def cmd_deps(args):
     else:
         lack = deps.missing()
         if lack:
-            raise LabError("missing: " + ", ".join(f"{t} (apt: {p})" for t, p in lack)
+            raise LabError("missing: " + ", ".join(f"{deps.describe(t)} (apt: {p})"
+                                                   for t, p in lack)
                            + "; run make deps")
         say("deps: every tool is present")
 
