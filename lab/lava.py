@@ -344,10 +344,11 @@ def write(given_urls: dict | None = None, out: Path = OUT) -> list[Path]:
         f = out / name
         f.write_text(to_yaml(job, HEADER.format(file=md["testlist"], boot=md["boot"], name=name)))
         written.append(f)
-    placeholders = [cfg.urls[k] for k in URL_KEYS if not (given_urls or {}).get(k)]
+    unset = [k for k in URL_KEYS if not (given_urls or {}).get(k)]
     say(f"lava: {len(written)} jobs in {datafile.origin(out)}/ (device types and "
         f"dictionaries: {datafile.origin(DATA)}/)"
-        + (f"; the device jobs keep the placeholders {', '.join(placeholders)}: set "
-           f"KERNEL_URL=, ROOTFS_URL=, KSELFTEST_URL=" if placeholders else ""))
+        + (f"; the device jobs keep the placeholders "
+           f"{', '.join(cfg.urls[k] for k in unset)}: set "
+           f"{', '.join(k.upper() + '_URL=' for k in unset)}" if unset else ""))
     return written
 
