@@ -42,7 +42,8 @@ FIXUP = {"ok": "pass", "not ok": "fail"}
 URL_KEYS = ("kernel", "rootfs", "kselftest")
 FILE = Table({
     "timeouts": Key(Table({k: Key(int) for k in ("deploy", "boot", "slack", "connection")})),
-    "qemu": Key(Table({"device_type": Key(str), "arch": Key(dict)})),
+    "qemu": Key(Table({"device_type": Key(str), "arch": Key(dict),
+                       "context_cpu_machine": Key([str])})),
     "device": Key([Table({"name": Key(str), "why": Key(str, ""), "arch": Key(str),
                           "device_type": Key(str), "boot_method": Key(str),
                           "boot_commands": Key(str)})]),
@@ -65,6 +66,7 @@ class Config:
     timeouts: dict
     qemu_type: str
     qemu_arch: dict
+    context_cpu_machine: tuple[str, ...]
     devices: tuple[Device, ...]
     urls: dict
 
@@ -80,7 +82,8 @@ def load(path: Path = DATA / "lava.toml") -> Config:
     missing = [a for a in known if a not in d["qemu"]["arch"]]
     if missing:
         raise LabError(f"{where}: [qemu] arch names no LAVA arch for {', '.join(missing)}")
-    return Config(d["timeouts"], d["qemu"]["device_type"], d["qemu"]["arch"],
+    q = d["qemu"]
+    return Config(d["timeouts"], q["device_type"], q["arch"], tuple(q["context_cpu_machine"]),
                   tuple(Device(**dev) for dev in d["device"]), d["urls"])
 
 
@@ -177,16 +180,7 @@ def qemu_job(cfg: Config, prof: profile.Profile, tl: testlist.TestList,
         "timeouts": {"job": _timeout(job_m), "connection": _timeout(min(t["connection"], job_m))},
         "priority": "medium",
         "visibility": "public",
-        "context": {
-            "arch": cfg.qemu_arch[prof.arch],
-            "machine": _option(argv, "-M"),
-            "cpu": _option(argv, "-cpu"),
-            "memory": _megabytes(_option(argv, "-m")),
-            # make test's QEMU: TCG (the guest runs KVM itself), its vCPUs, and
-            # the guest's reboot or panic ending QEMU, as lab/qemu.py's.
-            "no_kvm": True,
-            "extra_options": ["-accel tcg", f"-smp {_option(argv, '-smp')}", "-no-reboot"],
-        },
+        "context": qemu_context(cfg, prof.arch, argv),
         "metadata": _metadata(tl, boot),
         "actions": [
             {"deploy": {
@@ -210,6 +204,22 @@ def qemu_job(cfg: Config, prof: profile.Profile, tl: testlist.TestList,
                 }]}},
         ],
     }
+
+
+def qemu_context(cfg: Config, arch: str, argv: list[str]) -> dict:
+    """The job context that gives lava-server's qemu.jinja2 lab/qemu.py's
+    command line: TCG (no_kvm; the guest runs KVM itself), the memory, the
+    vCPUs, the guest's reboot or panic ending QEMU, and -cpu and -machine
+    as context or, for an arch whose template takes neither, as options."""
+    cpu, machine = _option(argv, "-cpu"), _option(argv, "-M")
+    ctx = {"arch": cfg.qemu_arch[arch]}
+    extra = ["-accel tcg", f"-smp {_option(argv, '-smp')}", "-no-reboot"]
+    if arch in cfg.context_cpu_machine:
+        ctx |= {"machine": machine, "cpu": cpu}
+    else:
+        extra = [f"-machine {machine}", f"-cpu {cpu}", *extra]
+    return {**ctx, "memory": _megabytes(_option(argv, "-m")), "no_kvm": True,
+            "extra_options": extra}
 
 
 def _metadata(tl: testlist.TestList, boot: testlist.Boot) -> dict:
