@@ -149,8 +149,8 @@ shell:
 list:
 	@$(LAB) list
 
-# Writes jobs only: the QEMU jobs name make test's kernel and initramfs,
-# which make test (or make run) builds.
+# Builds nothing: the QEMU jobs name make test's kernel and initramfs, and
+# the kselftest bundles pack its selftests, which make test builds.
 lava:
 	@$(LAB) lava --kernel-url="$(KERNEL_URL)" --rootfs-url="$(ROOTFS_URL)" \
 		--kselftest-url="$(KSELFTEST_URL)"

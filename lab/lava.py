@@ -14,19 +14,23 @@ under build/<base>/lava/:
   kselftest install and runs the boot's tests with run_kselftest.sh, their
   arguments and timeouts as the guest runs them.
 
-The device types and device dictionaries they need are in lab/lava/. The
+and kselftest-<arch>.tar.gz, the bundle a device job fetches, where make
+test's selftests of the arch are built. The device types and device
+dictionaries the jobs need are in lab/lava/. The
 YAML is written by a small emitter (the harness has no YAML library): block
 style, every string double-quoted as JSON writes it, which YAML reads the
 same.
 """
+import io
 import json
 import math
 import re
 import shlex
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import datafile, markers, paths, profile, testlist, testrun
+from lab import datafile, initramfs, markers, paths, profile, selftests, testlist, testrun
 from lab.datafile import Key, Table
 from lab.progress import LabError, say
 
@@ -337,6 +341,33 @@ def jobs(cfg: Config, lists: dict[str, testlist.TestList],
     return out
 
 
+def bundle(install: Path, dest: Path) -> Path:
+    """The kselftest bundle a device job fetches (KSELFTEST_URL): the
+    kselftest install of make test's selftests build (kselftest_install/:
+    run_kselftest.sh, kselftest/, kvm/), with the harness's own tests
+    (initramfs.HARNESS_TESTS) in kvm/ and in kselftest-list.txt, which
+    run_kselftest.sh -t picks tests from, as the initramfs has them."""
+    ours = sorted(initramfs.harness_tests())
+    listing = (install / "kselftest-list.txt").read_text() if (
+        install / "kselftest-list.txt").exists() else ""
+    listing += "".join(f"kvm:{n}\n" for n in ours if f"kvm:{n}" not in listing.split())
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest, "w:gz") as tar:
+        tar.add(install, arcname="kselftest_install",
+                filter=lambda ti: None if ti.name == "kselftest_install/kselftest-list.txt"
+                else ti)
+        for n in ours:
+            ti = tar.gettarinfo(initramfs.HARNESS_TESTS / n, f"kselftest_install/kvm/{n}")
+            ti.mode = 0o755       # the runner runs what is executable only
+            with open(initramfs.HARNESS_TESTS / n, "rb") as f:
+                tar.addfile(ti, f)
+        data = listing.encode()
+        ti = tarfile.TarInfo("kselftest_install/kselftest-list.txt")
+        ti.size, ti.mode = len(data), 0o644
+        tar.addfile(ti, io.BytesIO(data))
+    return dest
+
+
 HEADER = ("LAVA job written by make lava (lab/lava.py) from {file}, boot {boot}:\n"
           "regenerate it, do not edit it. Run it on a worker with\n"
           "lava-run --device device.yaml --job-id 1 --output-dir out {name}")
@@ -346,7 +377,7 @@ def write(given_urls: dict | None = None, out: Path = OUT) -> list[Path]:
     cfg = load()
     lists = {a: testlist.load(a) for a in profile.arches()}
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.yaml"):
+    for old in [*out.glob("*.yaml"), *out.glob("kselftest-*.tar.gz")]:
         old.unlink()
     written = []
     for name, job in jobs(cfg, lists, given_urls).items():
@@ -354,6 +385,14 @@ def write(given_urls: dict | None = None, out: Path = OUT) -> list[Path]:
         f = out / name
         f.write_text(to_yaml(job, HEADER.format(file=md["testlist"], boot=md["boot"], name=name)))
         written.append(f)
+    for arch in lists:
+        install = selftests.install_dir(testrun.test_build(profile.load(arch)))
+        if (install / "run_kselftest.sh").exists():
+            say(f"lava: {datafile.origin(bundle(install, out / f'kselftest-{arch}.tar.gz'))}: "
+                f"the kselftest bundle of {arch}'s jobs (KSELFTEST_URL)")
+        else:
+            say(f"lava: no kselftest bundle for {arch}: {datafile.origin(install)} is not "
+                f"built (make test, or make selftests ARCH={arch} DEBUG=1)")
     unset = [k for k in URL_KEYS if not (given_urls or {}).get(k)]
     say(f"lava: {len(written)} jobs in {datafile.origin(out)}/ (device types and "
         f"dictionaries: {datafile.origin(DATA)}/)"
