@@ -256,7 +256,10 @@ def test_steps(tl: testlist.TestList, boot: testlist.Boot, kselftest_url: str) -
         f"KSFT_URL={shlex.quote(kselftest_url)}",
         "mkdir -p /tmp/ksft && cd /tmp/ksft && "
         '{ wget -q -O- "$KSFT_URL" || curl -fsSL "$KSFT_URL"; } | tar -xzf -',
-        'cd "$(dirname "$(find /tmp/ksft -name run_kselftest.sh | head -n 1)")"',
+        # A bundle that did not come is one failed case, and the end.
+        "ksft=$(find /tmp/ksft -name run_kselftest.sh | head -n 1); "
+        'if [ -z "$ksft" ]; then lava-test-case kselftest-bundle --result fail; exit 1; fi',
+        'cd "$(dirname "$ksft")" || exit 1',
         "echo y > /sys/kernel/mm/lru_gen/enabled 2>/dev/null; "
         "echo 0 > /proc/sys/kernel/numa_balancing 2>/dev/null; true",
         CASE_FUNCTION,

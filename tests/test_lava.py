@@ -157,3 +157,17 @@ def test_kselftest_bundle_has_the_install_and_the_harness_s_tests(tmp_path):
     assert "kselftest_install/kvm/dirty_log_test" in names
     assert names.count("kselftest_install/kselftest-list.txt") == 1
     assert listing.split() == ["kvm:dirty_log_test", *(f"kvm:{n}" for n in ours)]
+
+
+def test_device_job_steps_pass_shellcheck(tmp_path, jobs):
+    """lava-test-shell runs a definition's steps as one sh script."""
+    import shutil
+    import subprocess
+    if not shutil.which("shellcheck"):
+        pytest.skip("shellcheck is not installed: make deps installs it (apt: shellcheck)")
+    job = jobs["x86-server-tdp.yaml"]
+    steps = _action(job, "test")["definitions"][0]["repository"]["run"]["steps"]
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n" + "\n".join(steps) + "\n")
+    proc = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
