@@ -27,6 +27,9 @@
 #                                  VARIANT: another kernel (vanilla: is a failure the base's?)
 #   make shell ARCH=.. [BOOT=..] [SELFTESTS=..] [VARIANT=..]   that guest's console, /kselftest/kvm
 #   make list                      each arch's boots and tests
+#   make lava [KERNEL_URL=..] [ROOTFS_URL=..] [KSELFTEST_URL=..]   LAVA jobs of every
+#                                  boot in build/<base>/lava/: QEMU (make test's kernel
+#                                  and initramfs) and each real device of lab/lava/
 #   python3 -m lab parse <console.log>   judge a saved console again (python3 -m lab --help)
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
@@ -64,7 +67,7 @@ LAB := $(PYTHON) -m lab
 VLAB := $(VENV)/bin/python -m lab
 
 .PHONY: all deps venv base tree export kernel selftests test check pytest bench bench-native \
-	compare series clean help run shell list topics
+	compare series clean help run shell list topics lava
 
 # The comment block at the top, up to the first blank line.
 help:
@@ -145,6 +148,12 @@ shell:
 
 list:
 	@$(LAB) list
+
+# Builds nothing: the QEMU jobs name make test's kernel and initramfs, and
+# the kselftest bundles pack its selftests, which make test builds.
+lava:
+	@$(LAB) lava --kernel-url="$(KERNEL_URL)" --rootfs-url="$(ROOTFS_URL)" \
+		--kselftest-url="$(KSELFTEST_URL)"
 
 # tree: build/<base>/linux is the series' selftests (their source and
 # headers) and the base commit the vanilla kernel and every variant of

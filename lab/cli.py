@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, datafile, deps, devloop, kernel, mail, passsets, paths, profile,
+from lab import (base, bench, datafile, deps, devloop, kernel, lava, mail, passsets, paths, profile,
                  report, resultsindex, scenarios, selftests, suite, testlist, topics, tree,
                  variants)
 from lab.progress import LabError, say
@@ -66,7 +66,8 @@ def cmd_deps(args):
     else:
         lack = deps.missing()
         if lack:
-            raise LabError("missing: " + ", ".join(f"{t} (apt: {p})" for t, p in lack)
+            raise LabError("missing: " + ", ".join(f"{deps.describe(t)} (apt: {p})"
+                                                   for t, p in lack)
                            + "; run make deps")
         say("deps: every tool is present")
 
@@ -128,6 +129,11 @@ def cmd_shell(args):
 def cmd_list(args):
     for a in args.arch or profile.arches():
         print(testlist.describe(testlist.load(a)), end="")
+
+
+def cmd_lava(args):
+    lava.write({"kernel": args.kernel_url, "rootfs": args.rootfs_url,
+                "kselftest": args.kselftest_url})
 
 
 def cmd_bench(args):
@@ -265,6 +271,15 @@ def parser() -> argparse.ArgumentParser:
                         "change.png again from its results.json, with today's report code")
     br.add_argument("run", nargs="+", help="a run directory, e.g. results/<date>/qemu-<time>")
     br.set_defaults(fn=cmd_bench_report)
+    lv = sub.add_parser("lava", help="LAVA jobs from the lists, one per arch (QEMU) or "
+                        "device and boot, in build/<base>/lava/")
+    for k, what in (("kernel", "the device jobs' kernel image"),
+                    ("rootfs", "their NFS root (tar.xz)"),
+                    ("kselftest", "their kselftest install (tar.gz)")):
+        lv.add_argument(f"--{k}-url", default="",
+                        help=f"{what}; {{base}}, {{arch}} and {{build}} are replaced "
+                        "(default: lab/lava/lava.toml's placeholder)")
+    lv.set_defaults(fn=cmd_lava)
     ls = sub.add_parser("list", help="the boots and tests of each arch's list")
     ls.add_argument("--arch", action="append", choices=profile.arches())
     ls.set_defaults(fn=cmd_list)

@@ -1,8 +1,16 @@
 """System tools the harness needs, each named with its Debian package
 (apt-packages.txt, the one list), checked and installed; and the Debian
 architectures of the guests, whose busybox-static apt-get downloads (a
-foreign one, arm64 on an x86_64 host, must be added to dpkg first)."""
+foreign one, arm64 on an x86_64 host, must be added to dpkg first).
+
+A tool is a program on PATH, a file (an absolute path), or a probe,
+`$(<command>)`: a command that must run and exit 0, for a package a tool
+needs but does not depend on (git send-email, installed without its
+Recommends, dies in Perl on Git/LoadCPAN/Mail/Address.pm: libmailtools-perl).
+"""
 import os
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,18 +21,51 @@ from lab.progress import LabError, exclusive, say
 LIST = paths.ROOT / "apt-packages.txt"
 
 
+PROBE_RE = re.compile(r"\$\((?P<command>[^)]+)\)")
+# A probe runs what it probes, cheaply: a tool that hangs is as broken.
+PROBE_SECONDS = 60
+
+
 def parse(text: str) -> list[tuple[str, str]]:
     pairs = []
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
-            tool, package = line.split()
+            tool, package = line.rsplit(None, 1)
             pairs.append((tool, package))
     return pairs
 
 
+def probe_failure(command: str) -> str:
+    """Why a probe's command fails ("" when it runs and exits 0): its
+    program missing, its exit code and last line of output, or its time."""
+    argv = shlex.split(command)
+    if not shutil.which(argv[0]):
+        return f"{argv[0]} not found"
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=PROBE_SECONDS, cwd="/")
+    except subprocess.TimeoutExpired:
+        return f"no end after {PROBE_SECONDS} s"
+    if proc.returncode == 0:
+        return ""
+    # The first line: Perl's and most tools' own words (Perl's last is
+    # "BEGIN failed--compilation aborted.").
+    said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+    return f"exit {proc.returncode}" + (f": {said[0][:200]}" if said else "")
+
+
 def present(tool: str) -> bool:
+    m = PROBE_RE.fullmatch(tool)
+    if m:
+        return not probe_failure(m["command"])
     return Path(tool).exists() if tool.startswith("/") else shutil.which(tool) is not None
+
+
+def describe(tool: str) -> str:
+    """A missing tool as messages name it: a probe by its command."""
+    m = PROBE_RE.fullmatch(tool)
+    return f"`{m['command']}` fails ({probe_failure(m['command'])})" if m else tool
 
 
 def missing(pairs=None) -> list[tuple[str, str]]:
@@ -54,7 +95,8 @@ def install() -> None:
         return
     pkgs = sorted({p for _, p in lack})
     say("deps: " + "; ".join(
-        ([f"missing {', '.join(t for t, _ in lack)}; installing {' '.join(pkgs)}"] if lack else [])
+        ([f"missing {', '.join(describe(t) for t, _ in lack)}; installing {' '.join(pkgs)}"]
+         if lack else [])
         + ([f"adding the dpkg architecture(s) {', '.join(archs)} (guest packages)"]
            if archs else [])))
     if os.geteuid() != 0:
@@ -81,4 +123,4 @@ def install() -> None:
     still = missing()
     if still:
         raise LabError("deps: still missing after install: "
-                       + ", ".join(f"{t} ({p})" for t, p in still))
+                       + ", ".join(f"{describe(t)} ({p})" for t, p in still))

@@ -255,6 +255,12 @@ def available(install: Path) -> set[str]:
     return selftests.installed(install) | initramfs.harness_tests()
 
 
+def initramfs_path(b: Build) -> Path:
+    """Where build_arch writes the initramfs of b's boots (make lava's jobs
+    deploy it)."""
+    return paths.BASE_BUILD / f"initramfs-{b.name}.cpio.gz"
+
+
 def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
                debug: bool = True, config: str = "", dest: Path | None = None,
                selftests_src: Path | None = None) -> tuple[Build, Path, testlist.TestList]:
@@ -267,8 +273,7 @@ def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
         kernel.build(b)
         install = selftests.build(b, src=selftests_src)
         tl = for_variant(tl, variant, available(install))
-        initrd = initramfs.build(b, tl, dest or paths.BASE_BUILD / f"initramfs-{b.name}.cpio.gz",
-                                 install)
+        initrd = initramfs.build(b, tl, dest or initramfs_path(b), install)
     return b, initrd, tl
 
 
