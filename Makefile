@@ -5,13 +5,16 @@
 # (testlists/<base>/), bench data (bench/<base>/) and build/<base>/.
 #
 #   make test [BASE=..] [TEST_ARCH=..] [TEST_JOBS=n] [FULL=1] [TEST_BOOT=..] [VARIANT=vanilla]
+#             [REBUILD=1]
 #                                  pytest, then per base (each base without BASE, one
 #                                  after the other): make check + build, boot and
 #                                  selftest each arch (side by side, n at once; FULL=1
 #                                  adds the long matrices; vanilla: the base, the
-#                                  series' tests skipped)
+#                                  series' tests skipped; a kernel or selftests build
+#                                  of the same sources as an earlier one is reused,
+#                                  REBUILD=1 builds them again)
 #   make pytest                    the harness's own tests, ruff and shellcheck (about 20 s)
-#   make check [CHECK_REBUILD=1]   checkpatch, git am + quilt, each patch built alone
+#   make check [REBUILD=1]         checkpatch, git am + quilt, each patch built alone
 #   make series TOPIC=... [VERSION=n]   send-ready mail folder in build/<base>/series/
 #   make bench [BENCH=quick|default|full] [SCENARIO=topic/name]   each scenario's sides,
 #                                  report in results/; default: each topic's counts and
@@ -58,8 +61,11 @@ export LAB_BASE_TARBALL := $(BASE_TARBALL)
 # make's -j of the kernel and selftests builds (default: the cores and one).
 export LAB_JOBS := $(JOBS)
 export LAB_BASE_TREE := $(BASE_TREE)
-# make check redoes the per-patch builds that passed before with the same inputs.
-export LAB_CHECK_REBUILD := $(CHECK_REBUILD)
+# REBUILD=1: build again what a cache of earlier builds holds (make test's
+# kernels and selftests, lab/buildcache.py; make check's per-patch builds);
+# CHECK_REBUILD=1: only make check's.
+export LAB_REBUILD := $(REBUILD)
+export LAB_CHECK_REBUILD := $(or $(CHECK_REBUILD),$(REBUILD))
 
 BENCH   ?= default
 LAB := $(PYTHON) -m lab

@@ -9,7 +9,7 @@ and on a guest that panicked or had to be killed.
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import console, initramfs, kernel, ktap, lanes, markers, paths, qemu, selftests, testlist
+from lab import buildcache, console, initramfs, ktap, lanes, markers, paths, qemu, selftests, testlist
 from lab.kernel import Build
 from lab.profile import Profile
 from lab.progress import say
@@ -270,8 +270,8 @@ def build_arch(prof: Profile, tl: testlist.TestList, variant: str = "patched",
     the list its boots run (for_variant)."""
     b = test_build(prof, variant, debug, config)
     with lanes.BUILD_LOCK:
-        kernel.build(b)
-        install = selftests.build(b, src=selftests_src)
+        buildcache.build_kernel(b)
+        install = buildcache.build_selftests(b, src=selftests_src)
         tl = for_variant(tl, variant, available(install))
         initrd = initramfs.build(b, tl, dest or initramfs_path(b), install)
     return b, initrd, tl
@@ -283,5 +283,5 @@ def build_kernel(prof: Profile, variant: str, debug: bool, config: str) -> Build
     config fragment changes)."""
     b = test_build(prof, variant, debug, config)
     with lanes.BUILD_LOCK:
-        kernel.build(b)
+        buildcache.build_kernel(b)
     return b

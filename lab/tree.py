@@ -160,6 +160,18 @@ def _with_topic(patch_text: str, topic: str, tree: Path) -> str:
     return git(tree, "interpret-trailers", "--trailer", f"Topic: {topic}", input=patch_text)
 
 
+# What git am needs to read a patch that has no mbox "From " line as one
+# message of the mbox apply_patches feeds it.
+MBOX_FROM = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+
+
+def as_mbox_message(text: str) -> str:
+    """text as one message of an mbox: its "From " line, a final newline."""
+    if not text.startswith("From "):
+        text = MBOX_FROM + text
+    return text if text.endswith("\n") else text + "\n"
+
+
 def apply_patches(tree: Path, patches: list[tuple[Path, str]], branch: str) -> None:
     """Reset tree (or a worktree of it) to the base on branch and git am each
     (patch file, topic) in order; a topic travels as the commit's Topic:
@@ -168,20 +180,34 @@ def apply_patches(tree: Path, patches: list[tuple[Path, str]], branch: str) -> N
     the tree is left at the last patch that applied, no am in progress."""
     git(tree, "checkout", "-q", "-f", "-B", branch, BASE_TAG)
     git(tree, "reset", "-q", "--hard", BASE_TAG)
+    mbox = []
     for src, topic in patches:
         text = src.read_text()
         if topic:
             text = _with_topic(text, topic, tree)
-        proc = subprocess.run(
-            ["git", "-C", str(tree), "am", "-q", "--committer-date-is-author-date",
-             "--keep-cr"], input=text, capture_output=True, text=True,
-            env=dict(os.environ, **_ident_env()))
-        if proc.returncode != 0:
-            said = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines()
-                    if ln.startswith(("error:", "fatal:"))]
-            git(tree, "am", "--abort", check=False)
-            raise LabError(f"{datafile.origin(src)} does not apply: {why_not_applies(tree, src)}"
-                           f" (git am: {'; '.join(said) or 'failed'})")
+        mbox.append(as_mbox_message(text))
+    # One git am for the whole series: each run reads and writes the index
+    # of the whole kernel, which one at a time made 46 patches take 11.7 s
+    # instead of 3.8 (6.12, 2026-11-24), and make check applies the series
+    # once per topic it mails.
+    proc = subprocess.run(
+        ["git", "-C", str(tree), "am", "-q", "--committer-date-is-author-date",
+         "--keep-cr"], input="".join(mbox), capture_output=True, text=True,
+        env=dict(os.environ, **_ident_env()))
+    if proc.returncode != 0:
+        said = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines()
+                if ln.startswith(("error:", "fatal:"))]
+        # --quit, not --abort: keep what applied, the base plus the patches
+        # before the one that failed.
+        git(tree, "am", "--quit", check=False)
+        git(tree, "reset", "-q", "--hard")
+        applied = int(git(tree, "rev-list", "--count", f"{BASE_TAG}..HEAD").strip())
+        if applied >= len(patches):
+            raise LabError(f"git am of {len(patches)} patch(es) failed after the last one "
+                           f"applied: {'; '.join(said) or proc.stderr.strip()[-300:]}")
+        src = patches[applied][0]
+        raise LabError(f"{datafile.origin(src)} does not apply: {why_not_applies(tree, src)}"
+                       f" (git am: {'; '.join(said) or 'failed'})")
     # reset --hard restored Debian's .gitignore along with everything else.
     _unhide_toplevel(tree)
 

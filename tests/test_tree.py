@@ -141,6 +141,43 @@ def test_broken_patch_names_the_patch_and_the_hunk(tmp_path, base_dir):
     assert "mm/vmscan.c: Hunk #1 FAILED at 17" in msg
 
 
+def test_a_patch_that_does_not_apply_leaves_the_ones_before_it(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    tree.import_base(t, base_dir, "test base")
+    text = (base_dir / "mm/vmscan.c").read_text()
+    for n in (5, 20, 35):
+        text = text.replace(f"line {n}\n", f"line {n} changed\n")
+        commit(t, "mm/vmscan.c", text, f"mm: touch line {n}", "mm-topic")
+    tree.export(t, patches)
+    second = patches / "mm-topic/0002-mm-touch-line-20.patch"
+    second.write_text(second.read_text().replace(" line 19\n", " line nineteen\n"))
+    with pytest.raises(LabError) as e:
+        tree.apply_series(t, patches)
+    assert "patches/mm-topic/0002-mm-touch-line-20.patch does not apply" in str(e.value)
+    assert sh(t, "git", "log", "--format=%s", f"{tree.BASE_TAG}..HEAD").split("\n")[0] == \
+        "mm: touch line 5"
+    assert sh(t, "git", "rev-list", "--count", f"{tree.BASE_TAG}..HEAD").strip() == "1"
+    assert not (t / ".git" / "rebase-apply").exists()
+    assert sh(t, "git", "status", "--porcelain") == ""
+
+
+def test_a_patch_without_an_mbox_from_line_applies(tmp_path, base_dir):
+    t = tmp_path / "linux"
+    patches = tmp_path / "patches"
+    tree.import_base(t, base_dir, "test base")
+    text = (base_dir / "mm/vmscan.c").read_text()
+    for n in (5, 20):
+        text = text.replace(f"line {n}\n", f"line {n} changed\n")
+        commit(t, "mm/vmscan.c", text, f"mm: touch line {n}", "mm-topic")
+    tree.export(t, patches)
+    first = patches / "mm-topic/0001-mm-touch-line-5.patch"
+    first.write_text(first.read_text().split("\n", 1)[1].rstrip("\n"))
+    assert tree.apply_series(t, patches) == 2
+    assert "line 20 changed" in (t / "mm/vmscan.c").read_text()
+
+
 @pytest.mark.skipif(not shutil.which("quilt"), reason="quilt not installed (make deps)")
 def test_quilt_takes_the_series_onto_the_base_files_it_touches(tmp_path, base_dir):
     t, patches, text = two_topics(tmp_path, base_dir)
