@@ -40,7 +40,12 @@ OUT = paths.BASE_BUILD / "lava"
 # One LAVA result per result line of kselftest's runner, which prints
 # "ok 1 selftests: kvm: <test>" (or "not ok ..."; ktap.RESULT_RE reads the
 # same lines). A SKIP is an "ok" line: LAVA records it as a pass.
-RESULT_PATTERN = r"(?P<result>not ok|ok) \d+ selftests: kvm: (?P<test_case_id>[^\s#]+)"
+# LAVA's pexpect searches the console buffer as it grows, so the name must
+# be followed by what ends it (its " #" directive, or the line's end): an
+# open-ended pattern matched a line still arriving and recorded
+# "dirty_log_" for dirty_log_perf_test (2026-11-24).
+RESULT_PATTERN = (r"(?P<result>not ok|ok) \d+ selftests: kvm: (?P<test_case_id>[^\s#]+)"
+                  r"(?= +#|[ \t]*[\r\n])")
 FIXUP = {"ok": "pass", "not ok": "fail"}
 
 URL_KEYS = ("kernel", "rootfs", "kselftest")

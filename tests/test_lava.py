@@ -70,12 +70,33 @@ def test_monitor_reads_the_lines_the_guest_prints(jobs):
     for line, result in (("ok 1 selftests: kvm: dirty_log_perf_test", "pass"),
                          ("not ok 1 selftests: kvm: nx_huge_pages_test.sh # exit=1", "fail"),
                          ("not ok 1 selftests: kvm: x86_64/foo # TIMEOUT 120 seconds", "fail")):
-        m = re.search(mon["pattern"], line)
+        m = re.search(mon["pattern"], line + "\r\n")
         assert m, line
         parsed = ktap.parse_result(line)
         assert m["test_case_id"] == parsed.name
         assert mon["fixupdict"][m["result"]] == result
 
+
+
+@pytest.mark.parametrize("line", [
+    "ok 1 selftests: kvm: dirty_log_perf_test",
+    "ok 1 selftests: kvm: memslot_modification_stress_test # SKIP no hugepages",
+    "not ok 2 selftests: kvm: nx_huge_pages_test.sh # exit=1",
+])
+def test_monitor_pattern_never_matches_a_line_not_yet_whole(line):
+    """LAVA's pexpect searches the console buffer as it grows: a pattern
+    that a prefix of the line matches records a cut name (it recorded
+    "dirty_log_" for dirty_log_perf_test, 2026-11-24). Every prefix of the
+    line, as the buffer may hold it, matches not at all or with the whole
+    name; the whole line with its end gives the whole name."""
+    import re
+    whole = line + "\r\n"
+    name = ktap.parse_result(line).name
+    for i in range(1, len(whole) + 1):
+        m = re.search(lava.RESULT_PATTERN, whole[:i], re.DOTALL)
+        assert m is None or m["test_case_id"] == name, repr(whole[:i])
+    assert re.search(lava.RESULT_PATTERN, whole)["test_case_id"] == name
+    assert not re.search(lava.RESULT_PATTERN, line[:line.index(name) + 4])
 
 @pytest.mark.parametrize("arch,boot", _boots(), ids=lambda x: getattr(x, "name", x))
 def test_device_job_runs_the_boots_tests_with_its_command_line(cfg, jobs, arch, boot):
