@@ -33,6 +33,12 @@
 #   make lava [KERNEL_URL=..] [ROOTFS_URL=..] [KSELFTEST_URL=..]   LAVA jobs of every
 #                                  boot in build/<base>/lava/: QEMU (make test's kernel
 #                                  and initramfs) and each real device of lab/lava/
+#   make lava-run ARCH=.. BOOT=.. [NO_BUILD=1] [AGAINST=<results dir>]   that boot's QEMU
+#                                  job run by lava-dispatcher from Debian here, as root
+#                                  (unpacked into the cache, nothing installed); KTAP out and
+#                                  compared with make test's newest run of the boot or AGAINST
+#                                  (builds make test's kernel and initramfs as make run does,
+#                                  unless NO_BUILD=1)
 #   python3 -m lab parse <console.log>   judge a saved console again (python3 -m lab --help)
 #
 # Overrides: BASE_TARBALL=/path/linux.tar.xz or BASE_TREE=/path/to/linux use
@@ -73,7 +79,7 @@ LAB := $(PYTHON) -m lab
 VLAB := $(VENV)/bin/python -m lab
 
 .PHONY: all deps venv base tree export kernel selftests test check pytest bench bench-native \
-	compare series clean help run shell list topics lava
+	compare series clean help run shell list topics lava lava-run
 
 # The comment block at the top, up to the first blank line.
 help:
@@ -160,6 +166,13 @@ list:
 lava:
 	@$(LAB) lava --kernel-url="$(KERNEL_URL)" --rootfs-url="$(ROOTFS_URL)" \
 		--kselftest-url="$(KSELFTEST_URL)"
+
+# The job make lava writes for ARCH and BOOT, under Debian's lava-dispatcher
+# (lab/lavarun.py): like make run, no make tree and no pytest.
+lava-run:
+	@test -n "$(BOOT)" || { echo "error: set BOOT=<boot> (make list shows them)"; exit 1; }
+	@$(LAB) lava-run --arch $(ARCH) --boot $(BOOT) $(if $(NO_BUILD),--no-build) \
+		$(if $(AGAINST),--against "$(AGAINST)")
 
 # tree: build/<base>/linux is the series' selftests (their source and
 # headers) and the base commit the vanilla kernel and every variant of

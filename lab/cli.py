@@ -6,8 +6,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, datafile, deps, devloop, kernel, lava, mail, passsets, paths, profile,
-                 report, resultsindex, scenarios, selftests, suite, testlist, topics, tree,
+from lab import (base, bench, datafile, deps, devloop, kernel, lava, lavarun, mail, passsets,
+                 paths, profile, report, resultsindex, scenarios, selftests, suite, testlist, topics, tree,
                  variants)
 from lab.progress import LabError, say
 
@@ -107,7 +107,14 @@ def cmd_test(args):
 
 
 def cmd_passes(args):
-    print(passsets.render(passsets.load(Path(args.a)), passsets.load(Path(args.b))), end="")
+    a, b = passsets.load(Path(args.a)), passsets.load(Path(args.b))
+    if args.boot:
+        unknown = [x for x in args.boot if x not in a.boots and x not in b.boots]
+        if unknown:
+            raise LabError(f"passes --boot {', '.join(unknown)}: neither run has it (boots: "
+                           f"{', '.join(dict.fromkeys([*a.boots, *b.boots]))})")
+        a, b = passsets.only(a, args.boot), passsets.only(b, args.boot)
+    print(passsets.render(a, b), end="")
 
 
 def cmd_run(args):
@@ -134,6 +141,25 @@ def cmd_list(args):
 def cmd_lava(args):
     lava.write({"kernel": args.kernel_url, "rootfs": args.rootfs_url,
                 "kselftest": args.kselftest_url})
+
+
+def cmd_lava_run(args):
+    rep = lavarun.run(args.arch, args.boot, build=not args.no_build)
+    code = report.show([rep], "lava")
+    # What the run is for: its pass set beside make test's for the boot
+    # (--against's run, else the newest make test run of the boot here).
+    d = Path(args.against) if args.against else lavarun.newest_with(rep.label)
+    if not d:
+        say(f"lava-run: no make test run of {rep.label} in {paths.RESULTS} to compare with "
+            f"(AGAINST=<a results directory>)")
+        return code
+    local = passsets.only(passsets.load(d), [rep.label])
+    if not local.boots:
+        raise LabError(f"{d} has no boot {rep.label} to compare with")
+    print(f"passes: {rep.label} compared with {d}, make test's run (A) and this LAVA run "
+          f"(B)\n" + passsets.render(local, passsets.from_summary(
+              report.summary([rep], "patched"), "this LAVA run")), end="")
+    return code
 
 
 def cmd_bench(args):
@@ -229,6 +255,8 @@ def parser() -> argparse.ArgumentParser:
                         "counts per boot; e.g. a patched run and a vanilla one")
     ps.add_argument("a", help="a results directory, e.g. build/<base>/results/test-<time>")
     ps.add_argument("b", help="the other one")
+    ps.add_argument("--boot", action="append", help="only this boot (e.g. x86_64/legacy; "
+                    "again for more): a make lava-run run, of one boot, beside a make test run")
     ps.set_defaults(fn=cmd_passes)
     sub.add_parser("check", help="checkpatch, git am and quilt, each patch built alone"
                    ).set_defaults(fn=cmd_check)
@@ -280,6 +308,17 @@ def parser() -> argparse.ArgumentParser:
                         help=f"{what}; {{base}}, {{arch}} and {{build}} are replaced "
                         "(default: lab/lava/lava.toml's placeholder)")
     lv.set_defaults(fn=cmd_lava)
+    lr = sub.add_parser("lava-run", help="one boot's QEMU job (make lava's) run by "
+                        "lava-dispatcher from Debian on this machine, as root; its results "
+                        "as make test's KTAP and summary.json in build/<base>/results/lava-<time>/")
+    lr.add_argument("--arch", default="x86_64", choices=profile.arches())
+    lr.add_argument("--boot", required=True, help="a boot of testlists/<base>/<arch>.toml")
+    lr.add_argument("--no-build", action="store_true",
+                    help="do not build make test's kernel and initramfs first (make run's "
+                    "build, reused from the build cache when the tree is the same)")
+    lr.add_argument("--against", help="the make test run to compare with, a results "
+                    "directory (default: the newest of build/<base>/results/ with the boot)")
+    lr.set_defaults(fn=cmd_lava_run)
     ls = sub.add_parser("list", help="the boots and tests of each arch's list")
     ls.add_argument("--arch", action="append", choices=profile.arches())
     ls.set_defaults(fn=cmd_list)

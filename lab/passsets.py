@@ -65,6 +65,13 @@ def load(d: Path) -> Run:
         raise LabError(f"{f}: not a make test summary: {e}") from e
 
 
+def only(run: Run, boots: list[str]) -> Run:
+    """run with these boots alone (passes --boot: a LAVA run of one boot
+    beside a make test run of every boot); a boot it lacks stays absent."""
+    return Run(run.where, run.variant, {b: t for b, t in run.boots.items() if b in boots},
+               run.base)
+
+
 def cell(r: ktap.Result | None) -> str:
     if r is None:
         return ABSENT
