@@ -134,6 +134,10 @@ series: tree
 # every base runs, and the exit code is 0 only if every base passed.
 # TEST_BOOT: an arch or a base none of whose lists has any of the boots is
 # skipped, one line each; a boot no list of TEST_BASES has is an error.
+# FULL=1 (of the patched series): each base's run is followed by one boot
+# of it under Debian's lava-dispatcher (make lava-run; the boot is
+# lab/lava/dispatcher.toml's full_boot, with that run's kernel and
+# initramfs, its pass set beside the run's).
 test: deps
 	@test -n "$(TEST_BASES)" || { echo "error: no base to test ($(LAB) bases named none)"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 pytest $(addprefix tree-,$(TEST_BASES))
@@ -142,6 +146,8 @@ test: deps
 			$(if $(TEST_JOBS),--jobs $(TEST_JOBS)) $(if $(FULL),--full) \
 			$(foreach bt,$(TEST_BOOT),--boot $(bt)) --bases "$(TEST_BASES)" \
 			--variant $(VARIANT) || { rc=1; failed="$$failed $$b"; }; \
+		$(if $(and $(FULL),$(filter patched,$(VARIANT))),LAB_BASE=$$b $(LAB) lava-run --full \
+			|| { rc=1; failed="$$failed $$b(lava-run)"; };) \
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: failed on base(s):$$failed" >&2; fi; exit $$rc
 

@@ -144,6 +144,19 @@ def cmd_lava(args):
 
 
 def cmd_lava_run(args):
+    if args.full:
+        # make test FULL=1: the data file's boot, with what that run built,
+        # beside that run; nothing if the run did not have the boot (TEST_ARCH=..).
+        label = lavarun.load().full_boot
+        d = lavarun.newest_run()
+        if not d or label not in passsets.load(d).boots:
+            say(f"lava-run: {label} (lab/lava/dispatcher.toml full_boot) is not in "
+                f"{d or 'any make test run'}: not run under LAVA")
+            return 0
+        args.arch, args.boot = label.split("/", 1)
+        args.no_build, args.against = True, str(d)
+    if not args.boot:
+        raise LabError("lava-run: name a boot (--boot; make lava-run BOOT=..)")
     rep = lavarun.run(args.arch, args.boot, build=not args.no_build)
     code = report.show([rep], "lava")
     # What the run is for: its pass set beside make test's for the boot
@@ -312,7 +325,11 @@ def parser() -> argparse.ArgumentParser:
                         "lava-dispatcher from Debian on this machine, as root; its results "
                         "as make test's KTAP and summary.json in build/<base>/results/lava-<time>/")
     lr.add_argument("--arch", default="x86_64", choices=profile.arches())
-    lr.add_argument("--boot", required=True, help="a boot of testlists/<base>/<arch>.toml")
+    lr.add_argument("--boot", help="a boot of testlists/<base>/<arch>.toml")
+    lr.add_argument("--full", action="store_true",
+                    help="make test FULL=1's: lab/lava/dispatcher.toml's full_boot, with "
+                    "what the newest make test run built, beside it (nothing if that run "
+                    "had not the boot)")
     lr.add_argument("--no-build", action="store_true",
                     help="do not build make test's kernel and initramfs first (make run's "
                     "build, reused from the build cache when the tree is the same)")

@@ -55,7 +55,7 @@ FILE = Table({
                       "keyring": Key(str)})),
     "packages": Key(dict),
     "paths": Key(Table({"lava_run": Key(str), "python": Key(str), "device_types": Key(str)})),
-    "run": Key(Table({"device": Key(str), "margin": Key(int)})),
+    "run": Key(Table({"device": Key(str), "margin": Key(int), "full_boot": Key(str)})),
 })
 
 
@@ -71,6 +71,7 @@ class Dispatcher:
     device_types: str
     device: str             # lab/lava/devices/<device>.jinja2
     margin: int             # seconds beyond the job's timeout
+    full_boot: str          # <arch>/<boot> that make test FULL=1 runs under lava-run
 
     @property
     def where(self) -> str:
@@ -87,9 +88,13 @@ def load(path: Path = DATA) -> Dispatcher:
             raise LabError(f"{where}: [packages] {name} must be a version string, "
                            f"not {version!r}")
     a, p, r = d["apt"], d["paths"], d["run"]
+    arch, _, boot = r["full_boot"].partition("/")
+    if arch not in profile.arches() or not boot:
+        raise LabError(f"{where}: [run] full_boot {r['full_boot']!r} is not <arch>/<boot> "
+                       f"of an arch profile ({', '.join(profile.arches())})")
     return Dispatcher(a["uri"], a["suite"], tuple(a["components"]), a["keyring"],
                       dict(d["packages"]), p["lava_run"], p["python"], p["device_types"],
-                      r["device"], r["margin"])
+                      r["device"], r["margin"], r["full_boot"])
 
 
 # -- lava-dispatcher from Debian, unpacked -------------------------------
@@ -343,6 +348,18 @@ def stop(proc: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def newest_run(results: Path | None = None) -> Path | None:
+    """The newest make test run (test-<time>) with a summary."""
+    from lab import passsets
+    for d in sorted((results or paths.RESULTS).glob("test-*"), reverse=True):
+        try:
+            passsets.load(d)
+            return d
+        except LabError:
+            continue
+    return None
 
 
 def newest_with(label: str, results: Path | None = None) -> Path | None:

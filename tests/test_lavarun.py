@@ -429,3 +429,36 @@ def test_passes_of_one_boot_beside_a_run_of_every_boot(tmp_path, capsys):
     assert "passes --boot x86_64/nope: neither run has it" in capsys.readouterr().err
     assert lavarun.newest_with("x86_64/legacy", tmp_path) == tmp_path / "test-1"
     assert lavarun.newest_with("arm64/vhe", tmp_path) is None
+
+
+def test_full_runs_the_data_files_boot_only_if_make_tests_run_had_it(tmp_path, monkeypatch,
+                                                                     capsys):
+    from lab import cli, paths
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    label = lavarun.load().full_boot
+    (tmp_path / "test-2").mkdir()
+    (tmp_path / "test-2" / "summary.json").write_text(json.dumps(
+        [{"boot": "arm64/vhe", "tests": []}]))
+    (tmp_path / "test-9").mkdir()                       # cut short: no summary
+    assert lavarun.newest_run(tmp_path) == tmp_path / "test-2"
+    assert cli.main(["lava-run", "--full"]) == 0
+    assert f"{label} (lab/lava/dispatcher.toml full_boot) is not in {tmp_path / 'test-2'}" \
+        in capsys.readouterr().err
+    ran = []
+    monkeypatch.setattr(lavarun, "run", lambda arch, boot, build: ran.append(
+        (arch, boot, build)) or (_ for _ in ()).throw(LabError("stop here")))
+    (tmp_path / "test-3").mkdir()
+    (tmp_path / "test-3" / "summary.json").write_text(json.dumps(
+        [{"boot": label, "tests": []}]))
+    assert cli.main(["lava-run", "--full"]) == 1
+    assert ran == [(*label.split("/"), False)]          # make test's build, not another
+    assert cli.main(["lava-run"]) == 1
+    assert "name a boot" in capsys.readouterr().err
+
+
+def test_full_boot_must_be_arch_slash_boot(tmp_path):
+    f = tmp_path / "dispatcher.toml"
+    f.write_text(lavarun.DATA.read_text().replace('full_boot = "x86_64/legacy"',
+                                                  'full_boot = "legacy"'))
+    with pytest.raises(LabError, match="full_boot 'legacy' is not <arch>/<boot>"):
+        lavarun.load(f)
