@@ -20,9 +20,10 @@ Debian on this machine, its results read back as make test's.
 - The results: each "results" line of the job's monitor names a test
   (extra.test_case_id: LAVA's "case" turns nx_huge_pages_test.sh into
   nx_huge_pages_test_sh) and its verdict. LAVA's verdict stands; the
-  console lines of the same log ("target") give what LAVA does not keep: a
-  SKIP's reason (LAVA records a SKIP as a pass, its pattern matching "ok"),
-  a TIMEOUT, a failed assertion. Every test of the boot is accounted as
+  console lines of the same log ("target") give what LAVA does not keep (a
+  SKIP's reason: LAVA records a SKIP as a pass, its pattern matching "ok";
+  a TIMEOUT; a failed assertion) and the kernel's splats (lab/splat.py),
+  which LAVA does not judge. Every test of the boot is accounted as
   make test accounts it (testrun.account: a test the list skips is SKIP,
   one LAVA did not report is "not run"), and the KTAP and summary.json go
   to build/<base>/results/lava-<time>/, which python3 -m lab passes
@@ -41,7 +42,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import apt, datafile, ktap, lava, paths, profile, testlist, testrun
+from lab import apt, datafile, ktap, lava, paths, profile, splat, testlist, testrun
 from lab.datafile import Key, Table
 from lab.progress import LabError, run_logged, say
 
@@ -310,6 +311,10 @@ def judge(out: Outcome, tl: testlist.TestList, boot: str, log: Path, rc: int | N
     elif out.monitor and out.monitor != "passed":
         rep.problems.append(f"{label}: LAVA's monitor ended {out.monitor} (no end line "
                             f"before its timeout?); log: {log}")
+    # LAVA judges no splat; the console lines hold them as make test's do.
+    for sp in splat.scan(out.console):
+        ctx = "\n".join("    | " + c for c in sp.context)
+        rep.problems.append(f"{label}: kernel splat while {sp.test} ran: {sp.line}\n{ctx}")
     rows, notes, problems = testrun.account(tl, boot, runs_of(out), NOT_REPORTED)
     rep.rows, rep.notes = rows, notes
     rep.problems += problems

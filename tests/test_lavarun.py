@@ -462,3 +462,14 @@ def test_full_boot_must_be_arch_slash_boot(tmp_path):
                                                   'full_boot = "legacy"'))
     with pytest.raises(LabError, match="full_boot 'legacy' is not <arch>/<boot>"):
         lavarun.load(f)
+
+
+def test_a_splat_in_the_console_fails_the_boot_as_in_make_test():
+    console = ["# selftests: kvm: mmu_rmaps_stat_test",
+               "[   12.5] WARNING: CPU: 1 PID: 80 at arch/x86/kvm/mmu/mmu.c:7000 x+0x1/0x2",
+               "ok 1 selftests: kvm: mmu_rmaps_stat_test"]
+    rep = judge(log_lines(ALL_PASS, console))
+    assert statuses(rep)["mmu_rmaps_stat_test"] == ktap.PASS
+    assert len(rep.problems) == 1
+    assert rep.problems[0].startswith("x86_64/legacy: kernel splat while mmu_rmaps_stat_test "
+                                      "ran: WARNING: CPU: 1 PID: 80")
