@@ -291,6 +291,15 @@ def runs_of(out: Outcome) -> dict[str, list[ktap.Run]]:
 NOT_REPORTED = "LAVA reported no result for it"
 
 
+def lava_error(job: dict) -> str:
+    """LAVA's error on one line: its type and the first line of its message
+    (a boot method no strategy accepts gives a line per strategy: those stay
+    in the log)."""
+    lines = [ln.strip() for ln in str(job.get("error_msg") or "").splitlines() if ln.strip()]
+    more = f" ({len(lines) - 1} more lines in the log)" if len(lines) > 1 else ""
+    return f"{job.get('error_type') or '?'}: {(lines or ['no message'])[0]}{more}"
+
+
 def judge(out: Outcome, tl: testlist.TestList, boot: str, log: Path, rc: int | None,
           seconds: float = 0.0) -> testrun.BootReport:
     """The boot's report from lava-run's outcome. A job lava-run could not
@@ -301,13 +310,12 @@ def judge(out: Outcome, tl: testlist.TestList, boot: str, log: Path, rc: int | N
     if out.job is None:
         raise LabError(f"lava-run ended (exit {rc}) without its job's result; log: {log}")
     if not out.validated:
-        raise LabError(f"lava-run could not validate the job: "
-                       f"{out.job.get('error_type', '')}: {out.job.get('error_msg', '')}"
-                       f"; log: {log}")
+        raise LabError(f"lava-run could not validate the job: {lava_error(out.job)}; "
+                       f"log: {log}")
     rep = testrun.BootReport(label, log=str(log), seconds=seconds)
     if out.job.get("result") != "pass":
-        rep.problems.append(f"{label}: the LAVA job failed: {out.job.get('error_type', '?')}: "
-                            f"{out.job.get('error_msg', '')} (log: {log})")
+        rep.problems.append(f"{label}: the LAVA job failed: {lava_error(out.job)} "
+                            f"(log: {log})")
     elif out.monitor and out.monitor != "passed":
         rep.problems.append(f"{label}: LAVA's monitor ended {out.monitor} (no end line "
                             f"before its timeout?); log: {log}")

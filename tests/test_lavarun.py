@@ -473,3 +473,18 @@ def test_a_splat_in_the_console_fails_the_boot_as_in_make_test():
     assert len(rep.problems) == 1
     assert rep.problems[0].startswith("x86_64/legacy: kernel splat while mmu_rmaps_stat_test "
                                       "ran: WARNING: CPU: 1 PID: 80")
+
+
+def test_lavas_error_of_many_lines_is_said_in_one():
+    """What lava-run said of a boot method no strategy takes (2023.01):
+    a line per strategy."""
+    msg = ("None of the boot strategies accepted your boot parameters, reasons given:\n"
+           'Barebox: "method" was not "barebox"\nUUUBoot: "method" was not "uuu"')
+    lines = log_lines([], validated=False, job="fail", monitor="", error_type="Job",
+                      error_msg=msg)
+    with pytest.raises(LabError) as e:
+        judge(lines, rc=1)
+    assert "\n" not in str(e.value)
+    assert str(e.value) == ("lava-run could not validate the job: Job: None of the boot "
+                            "strategies accepted your boot parameters, reasons given: (2 more "
+                            "lines in the log); log: lava.log")
