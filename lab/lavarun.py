@@ -55,7 +55,8 @@ FILE = Table({
     "apt": Key(Table({"uri": Key(str), "suite": Key(str), "components": Key([str]),
                       "keyring": Key(str)})),
     "packages": Key(dict),
-    "paths": Key(Table({"lava_run": Key(str), "python": Key(str), "device_types": Key(str)})),
+    "paths": Key(Table({"lava_run": Key(str), "python": Key(str), "device_types": Key(str),
+                        "job_tmp": Key(str)})),
     "run": Key(Table({"device": Key(str), "margin": Key(int), "full_boot": Key(str)})),
 })
 
@@ -70,6 +71,7 @@ class Dispatcher:
     lava_run: str           # these three: inside the unpacked packages
     python: str
     device_types: str
+    job_tmp: str            # lava-run's own folder of a job's files, per job id
     device: str             # lab/lava/devices/<device>.jinja2
     margin: int             # seconds beyond the job's timeout
     full_boot: str          # <arch>/<boot> that make test FULL=1 runs under lava-run
@@ -95,7 +97,7 @@ def load(path: Path = DATA) -> Dispatcher:
                        f"of an arch profile ({', '.join(profile.arches())})")
     return Dispatcher(a["uri"], a["suite"], tuple(a["components"]), a["keyring"],
                       dict(d["packages"]), p["lava_run"], p["python"], p["device_types"],
-                      r["device"], r["margin"], r["full_boot"])
+                      p["job_tmp"], r["device"], r["margin"], r["full_boot"])
 
 
 # -- lava-dispatcher from Debian, unpacked -------------------------------
@@ -426,7 +428,11 @@ def run(arch: str, boot_name: str, build: bool = True) -> testrun.BootReport:
     say(f"lava-run: {datafile.origin(job_file)} on {d.device} (timeout {timeout} s); "
         f"log {log}")
     start = time.monotonic()
-    rc = lava_run(argv, log, timeout, env)
+    try:
+        rc = lava_run(argv, log, timeout, env)
+    finally:
+        # A job that failed validation (or was killed) leaves its downloads.
+        shutil.rmtree(Path(d.job_tmp) / str(os.getpid()), ignore_errors=True)
     seconds = time.monotonic() - start
     if rc is None:
         raise LabError(f"lava-run did not end within {timeout} s (the job's timeout and "

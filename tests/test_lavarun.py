@@ -390,7 +390,13 @@ def test_a_run_end_to_end_with_a_fake_lava_run(monkeypatch, tmp_path):
         "dev = pathlib.Path(a[a.index('--device') + 1]).read_text()\n"
         "assert 'arch: amd64' in dev, dev\n"
         "assert pathlib.Path(a[-1]).read_text().startswith('# LAVA job written by make lava')\n"
+        # Its downloads, which a job that fails validation leaves.
+        f"pathlib.Path({str(tmp_path / 'jobs')!r}, a[a.index('--job-id') + 1], 'x')"
+        ".mkdir(parents=True)\n"
         f"print({chr(10).join(lines)!r})\n")
+    (tmp_path / "jobs" / "1").mkdir(parents=True)          # another job's
+    ours = fake_dispatcher(job_tmp=str(tmp_path / "jobs"))
+    monkeypatch.setattr(lavarun, "load", lambda: ours)
     monkeypatch.setattr(lavarun.os, "geteuid", lambda: 0)
     monkeypatch.setattr(lavarun, "job_files", lambda job: [])
     monkeypatch.setattr(lavarun, "unpack", lambda d: root)
@@ -405,6 +411,7 @@ def test_a_run_end_to_end_with_a_fake_lava_run(monkeypatch, tmp_path):
     assert statuses(rep)["mmu_rmaps_stat_test"] == ktap.PASS
     assert (tmp_path / "lava" / "qemu-x86_64-legacy.yaml").exists()
     assert list((tmp_path / "LOGS").glob("lava-run-x86_64-legacy-*.log"))
+    assert [p.name for p in (tmp_path / "jobs").iterdir()] == ["1"]
 
 
 def test_passes_of_one_boot_beside_a_run_of_every_boot(tmp_path, capsys):
