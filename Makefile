@@ -137,7 +137,8 @@ series: tree
 # FULL=1 (of the patched series): each base's run is followed by one boot
 # of it under Debian's lava-dispatcher (make lava-run; the boot is
 # lab/lava/dispatcher.toml's full_boot, with that run's kernel and
-# initramfs, its pass set beside the run's).
+# initramfs, its pass set beside the run's; as root only, and the first run
+# fetches Debian's packages and PyPI's: another user gets one line, not a failure).
 test: deps
 	@test -n "$(TEST_BASES)" || { echo "error: no base to test ($(LAB) bases named none)"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 pytest $(addprefix tree-,$(TEST_BASES))

@@ -495,3 +495,14 @@ def test_lavas_error_of_many_lines_is_said_in_one():
     assert str(e.value) == ("lava-run could not validate the job: Job: None of the boot "
                             "strategies accepted your boot parameters, reasons given: (2 more "
                             "lines in the log); log: lava.log")
+
+
+def test_a_full_run_by_another_user_says_so_and_does_not_fail(monkeypatch, capsys):
+    import argparse
+
+    from lab import cli
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    args = argparse.Namespace(full=True, arch="", boot="", no_build=False, against="")
+    assert cli.cmd_lava_run(args) == 0
+    said = capsys.readouterr()
+    assert "not root" in said.out + said.err
