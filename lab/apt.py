@@ -102,14 +102,25 @@ def update_error(output: str, returncode: int) -> str:
     return ""
 
 
-def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+# Seconds an apt command may take: the largest download, a base's 166 MB
+# source package, took 4.4 s here with update; a mirror that stalls must
+# not hold make test (or the apt lock) forever.
+TIMEOUT = 20 * 60
+
+
+def run(argv: list[str], cwd: Path | None = None,
+        timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
     """One apt command, while no other of the harness's runs."""
     if not shutil.which(argv[0]):
         raise LabError(f"{argv[0]} not found: the harness fetches Debian packages with apt "
                        "(set BASE_TARBALL to use a local tarball)")
     with exclusive(lock(), "apt", doing="apt command"):
-        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL)
+        try:
+            return subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise LabError(f"{' '.join(argv[:1] + argv[-2:])}: no end after {timeout:.0f} s "
+                           "(a mirror that stopped answering?); killed") from None
 
 
 def update(options: list[str], where_said: str) -> None:

@@ -50,6 +50,8 @@ DATA = lava.DATA / "dispatcher.toml"
 REQUIREMENTS = lava.DATA / "requirements.txt"
 SHIM = lava.DATA / "shim"
 VENV = paths.BUILD / "lava-venv"
+# Seconds pip may take for the venv (about 20 s here with the fetch).
+PIP_TIMEOUT = 10 * 60
 
 FILE = Table({
     "apt": Key(Table({"uri": Key(str), "suite": Key(str), "components": Key([str]),
@@ -171,8 +173,9 @@ def venv(where: Path = VENV, requirements: Path = REQUIREMENTS) -> Path:
     say(f"lava-run: making {where} ({datafile.origin(requirements)}; log {log})")
     run_logged([sys.executable, "-m", "venv", "--clear", str(where)], log,
                f"{sys.executable} -m venv (apt: python3-venv)")
+    # PyPI unreachable or stalled: an error in minutes, not a wait forever.
     run_logged([str(py), "-m", "pip", "install", "-q", "-r", str(requirements)], log,
-               f"pip install -r {datafile.origin(requirements)}")
+               f"pip install -r {datafile.origin(requirements)}", timeout=PIP_TIMEOUT)
     stamp.write_text(want + "\n")
     return py
 

@@ -27,11 +27,13 @@ def say(msg: str) -> None:
     print(f"[{elapsed()}] {msg}", file=sys.stderr, flush=True)
 
 
-def run_logged(cmd, log: Path, what: str, cwd=None, env=None, explain=None):
+def run_logged(cmd, log: Path, what: str, cwd=None, env=None, explain=None, timeout=None):
     """Run cmd with stdout+stderr appended to log; raise LabError on failure.
 
     explain(log_text) may return the lines that say why (e.g. compiler errors);
-    by default the last lines of the log are shown.
+    by default the last lines of the log are shown. timeout (seconds; None:
+    none, as for builds, which a lock and make's own end bound): past it
+    cmd is killed and that is the failure.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -40,7 +42,9 @@ def run_logged(cmd, log: Path, what: str, cwd=None, env=None, explain=None):
         f.flush()
         try:
             rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT,
-                                 cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+                                 cwd=cwd, env=env, stdin=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise LabError(f"{what}: no end after {timeout:.0f} s, killed; log: {log}") from None
         except FileNotFoundError as e:
             raise LabError(f"{what}: cannot run {cmd[0]}: {e.strerror}") from e
     if rc != 0:

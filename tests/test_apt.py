@@ -175,3 +175,15 @@ def test_no_dpkg_deb_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LabError, match=r"^dpkg-deb not found: it unpacks x.deb \(apt: dpkg\)$"):
         apt.deb_member(tmp_path / "x.deb", "bin/busybox", tmp_path / "busybox")
+
+
+def test_an_apt_command_that_does_not_end_is_killed_and_said(monkeypatch, tmp_path):
+    monkeypatch.setattr(apt.paths, "CACHE", tmp_path)
+    fake = tmp_path / "apt-get"
+    fake.write_text("#!/bin/sh\nsleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    start = time.monotonic()
+    with pytest.raises(LabError, match=r"^apt-get .*no end after 1 s"):
+        apt.run(["apt-get", "download", "lava-dispatcher"], timeout=1)
+    assert time.monotonic() - start < 10

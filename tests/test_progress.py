@@ -21,3 +21,11 @@ def test_make_jobs_are_the_cores_and_one_unless_lab_jobs_says(monkeypatch):
     assert progress.jobs({"LAB_JOBS": "2"}) == 2
     with pytest.raises(LabError, match=r"^LAB_JOBS=0: a number of make jobs, 1 or more$"):
         progress.jobs({"LAB_JOBS": "0"})
+
+
+def test_a_logged_command_past_its_timeout_is_killed_and_said(tmp_path):
+    import time
+    start = time.monotonic()
+    with pytest.raises(LabError, match=r"^pip install: no end after 1 s, killed; log: "):
+        progress.run_logged(["sleep", "30"], tmp_path / "x.log", "pip install", timeout=1)
+    assert time.monotonic() - start < 10
