@@ -163,8 +163,9 @@ def record_run(res: Results, sc: Scenario, side: str, output: list[str] | None,
     got = scenarios.read_metrics(sc, output)
     for m in sc.metrics:
         if not any(name == m.name for name, _ in got):
+            per = f", or its {m.per!r} was 0" if m.per else ""
             res.errors[sc.key].append(f"{side}: no line for metric {m.name!r} "
-                                      f"(/{m.regex.pattern}/) in {where}")
+                                      f"(/{m.regex.pattern}/){per} in {where}")
     for (metric, group), xs in got.items():
         # A figure printed several times in a run (one per iteration) counts
         # as its mean, as the seeds averaged iterations.

@@ -8,18 +8,24 @@ value) are compared as they are: the difference, "exact", never a noise
 judgement, which has no noise to judge. A baseline of 0 has no % change:
 the cell gives the difference ("+1570 (from 0)"). The seed's published figure is
 the scenario's, so it stands on the scenario's first row.
+
+The points of a sweep (lab/scenarios.py) are one table of their own, a row
+a point, in the order of their values, and where the file asks for a fit,
+each side's least-squares line (fixed cost and cost per unit) and the line
+extended to the size the file names: the trend toward a seed's size, an
+extrapolation the report calls one.
 """
 import math
 
 from lab import stats
-from lab.scenarios import COUNT, Scenario
+from lab.scenarios import CLOCKS, COUNT, Scenario, size
 
 # What a count's noise verdict says: a count is fewer or more, not faster.
 COUNT_VERDICTS = {"faster": "fewer", "slower": "more"}
 
-ICOUNT_NOTE = ("(icount): QEMU ran with -icount shift=0 and one vCPU: a time is emulated time, "
-               "the instructions the guest's CPU emulated at 1 ns each: a repeatable count of "
-               "work, not a time on any real CPU.")
+ICOUNT_NOTE = ("(icount): QEMU ran with -icount shift=0 and one vCPU (icount-2cpu: two, run in "
+               "turn): a time is emulated time, the instructions the guest's CPUs emulated at "
+               "1 ns each: a repeatable count of work, not a time on any real CPU.")
 COUNT_NOTE = ("Counts (KVM statistics, instructions, lock events, passes) are numbers of events. "
               "\"exact\": both sides' values are exact (a scenario with exact_counts, or the same "
               "value in every boot), and the change is the difference itself.")
@@ -96,11 +102,92 @@ def side_cells(xa: list[float], xb: list[float], kind: str, c: stats.Comparison 
     return [_mean_sd(xb, kind), change_cell(c, kind), verdict(c, kind)]
 
 
+def _fit_rows(points: list[Scenario], metric: str, group: str, labels: tuple[str, ...],
+              cells: dict) -> list[str]:
+    """A sweep's line per side: fixed + per unit x points' value / unit, r²,
+    and the line at fit_at against the baseline's there."""
+    first = points[0].sweep
+    per = size(first.fit_per)
+    kind = points[0].kind(metric)
+    lines = {}
+    for label in labels:
+        xs, ys = [], []
+        for p in points:
+            got = cells.get(p.key, {}).get((metric, group), {}).get(label)
+            if got:
+                xs.append(p.sweep.x / per)
+                ys.append(stats.mean(got))
+        line = stats.fit_line(xs, ys)
+        if line:
+            lines[label] = line
+    if not lines:
+        return []
+    at = size(first.fit_at) / per if first.fit_at else None
+    head = f"| fit of {metric} | fixed | per {first.fit_per} | r² |"
+    if at is not None:
+        head += f" at {first.fit_at} (extrapolated) | change there |"
+    rows = [head, "|---" * (head.count("|") - 1) + "|"]
+    base = lines.get(labels[0])
+    for label, line in lines.items():
+        row = (f"| {label} | {fmt_value(line.fixed, kind)} | {fmt_value(line.slope, kind)} "
+               f"| {line.r2:.4f} |")
+        if at is not None:
+            there = line.at(at)
+            change = (f"{(there - base.at(at)) / base.at(at) * 100:+.1f} %"
+                      if base and label != labels[0] and base.at(at) else "")
+            row += f" {fmt_value(there, kind)} | {change} |"
+        rows.append(row)
+    return rows
+
+
+def sweep_tables(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> list[str]:
+    """Each sweep's points, a table per metric and case: each side's mean,
+    and each side's change from the baseline, a row per point; then its
+    fit, if the file asks for one."""
+    families: dict[str, list[Scenario]] = {}
+    for sc in scs:
+        if sc.sweep:
+            families.setdefault(sc.sweep_key, []).append(sc)
+    out: list[str] = []
+    for family, points in families.items():
+        points.sort(key=lambda p: p.sweep.x)
+        labels = sides or points[0].labels
+        a, others = labels[0], labels[1:]
+        cells = {p.key: res.values.get(p.key, {}) for p in points}
+        clock = "" if points[0].clock == "host" or sides else f" ({points[0].clock})"
+        out += ["", f"Sweep {family}{clock}: {points[0].seed}".rstrip(": ")]
+        for metric, group in sorted({k for c in cells.values() for k in c}):
+            kind = points[0].kind(metric)
+            case = f" [{group}]" if group else ""
+            out += ["", f"| {metric}{case} | {a} | " + "".join(f"{b} | change | " for b in others),
+                    "|---" * (2 + 2 * len(others)) + "|"]
+            for p in points:
+                by_side = cells[p.key].get((metric, group), {})
+                xa = by_side.get(a, [])
+                row = [p.sweep.value, _mean_sd(xa, kind) if xa else "-"]
+                for b in others:
+                    xb = by_side.get(b, [])
+                    if xa and xb:
+                        c = comparison(p, metric, xa, xb, bool(sides))
+                        row += [_mean_sd(xb, kind), f"{change_cell(c, kind)}, {verdict(c, kind)}"]
+                    else:
+                        row += [_mean_sd(xb, kind) if xb else "-", "missing data"]
+                out.append("| " + " | ".join(row) + " |")
+            if points[0].sweep.fit_per:
+                fit = _fit_rows(points, metric, group, labels, cells)
+                if fit:
+                    out += [""] + fit
+    return out
+
+
 def render(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> str:
     """Markdown of res (a bench.Results). sides overrides the scenarios'
-    labels (for two saved native runs, "A" and "B")."""
+    labels (for two saved native runs, "A" and "B"). A sweep's points are
+    in sweep_tables, not in the tables of single scenarios."""
     tables: dict[tuple[str, ...], list[str]] = {}
     for sc in scs:
+        if sc.sweep:
+            continue
         labels = sides or sc.labels
         a, others = labels[0], labels[1:]
         rows = tables.setdefault(labels, [])
@@ -130,7 +217,8 @@ def render(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> st
         out += [f"| scenario | metric | case | {a} mean ± sd (n) | "
                 + "".join(f"{b} mean ± sd (n) | change | vs noise | " for b in others)
                 + "seed |", "|---" * (5 + 3 * len(others)) + "|", *rows]
-    if not sides and any(sc.clock == "icount" for sc in scs):   # native runs: no -icount
+    out += sweep_tables(scs, res, sides)
+    if not sides and any(CLOCKS[sc.clock].emulated for sc in scs):   # native runs: no -icount
         out += ["", ICOUNT_NOTE]
     if any(sc.kind(m.name) == COUNT for sc in scs for m in sc.metrics):
         out += ["", COUNT_NOTE]

@@ -28,6 +28,15 @@ A scenario may also build its kernels with bench-only fragments of configs/
 what the kernel did, which emulation's timing noise does not blur as it
 blurs times.
 
+A sweep runs one scenario at several points (`sweep = ["64M", "128M"]`):
+each point is a scenario of its own, its name and command with the point
+in place of "{sweep}", and the report gives the sweep's trend in a table of
+its own, with a least-squares line through each side's points where the
+file asks for one (`sweep_fit_per = "2M"`: value = fixed + per 2M x size
+/ 2M), extended to a size the sweep cannot reach (`sweep_fit_at`, e.g. a
+seed's). A metric may be per another metric of the run (`per = "aging
+passes"`): lock acquisitions per aging pass.
+
 Levels (make bench BENCH=...): quick and default run only figures the
 host's load does not move, counts and emulated time, so that a few boots a
 side tell a change; a time on the host's clock needs five and the host to
@@ -59,13 +68,22 @@ class Clock:
     qemu_args: tuple[str, ...]
     smp: int | None = None      # vCPUs, in place of the arch profile's
 
+    @property
+    def emulated(self) -> bool:
+        """Guest time counts emulated instructions (-icount)."""
+        return "-icount" in self.qemu_args
+
 
 # shift=0: 1 ns per instruction; sleep=off: an idle guest's time jumps to its
 # next timer instead of following the host. One vCPU: QEMU keeps one
 # instruction count for all vCPUs, which run in turn, and its PMU's
 # instruction counter reads that count; with one vCPU a perf counter of a
 # thread counts that thread's instructions alone.
-CLOCKS = {"host": Clock(()), "icount": Clock(("-icount", "shift=0,sleep=off"), smp=1)}
+# Two vCPUs under -icount run in turn on QEMU's one thread, and guest time
+# counts both vCPUs' instructions: a phase's time is the work of both, no
+# longer one thread's (a perf counter then counts whichever vCPU runs).
+ICOUNT = ("-icount", "shift=0,sleep=off")
+CLOCKS = {"host": Clock(()), "icount": Clock(ICOUNT, smp=1), "icount-2cpu": Clock(ICOUNT, smp=2)}
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,7 @@ class Metric:
     regex: re.Pattern
     unit: str
     stat: str = ""      # a KVM binary stat of the phase's stats line (regex matches it)
+    per: str = ""       # another metric of the scenario this one's value is divided by
 
     def value(self, hit: re.Match) -> float:
         """A stats line (memstress_stats_print: "<phase> stats: a=+1 b=-2
@@ -93,6 +112,29 @@ class Side:
     variant: str       # vanilla, patched, or a variant of bench/<base>/variants.toml
     cmdline: str       # the scenario's and the side's own
     command: str       # the side's own, or the scenario's
+
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def size(text: str) -> float | None:
+    """A sweep point's number: "8" is 8, "64M" is 64 MiB in bytes; None
+    for anything else."""
+    got = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)", text)
+    return float(got.group(1)) * SIZE_UNITS[got.group(2)] if got else None
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point of a sweep: the scenario the points share (its name with
+    "{sweep}"), this point's value and number, and the fit the file asks
+    for (fit_per: the unit of its slope, "" for no fit; fit_at: a value to
+    extend the line to)."""
+    family: str
+    value: str
+    x: float
+    fit_per: str = ""
+    fit_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -116,10 +158,16 @@ class Scenario:
     # Its counts repeat exactly boot to boot (KVM's statistics of one vCPU
     # under -icount): a comparison of them is exact with one boot a side.
     exact_counts: bool = False
+    sweep: SweepPoint | None = None
 
     @property
     def key(self) -> str:
         return f"{self.topic}/{self.name}"
+
+    @property
+    def sweep_key(self) -> str:
+        """The key the points of its sweep share ("topic/name-{sweep}")."""
+        return f"{self.topic}/{self.sweep.family}" if self.sweep else self.key
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -130,7 +178,7 @@ class Scenario:
         unit = next((m.unit for m in self.metrics if m.name == metric), "s")
         if unit == "count":
             return COUNT
-        return EMULATED_TIME if self.clock == "icount" else HOST_TIME
+        return EMULATED_TIME if CLOCKS[self.clock].emulated else HOST_TIME
 
     def exact(self, metric: str) -> bool:
         """Whether the scenario declares metric's values exact."""
@@ -154,7 +202,7 @@ def _side_table(kernels: tuple[str, ...]) -> datafile.Table:
 # execute_perf_test -S): a count.
 METRIC = datafile.Table({"name": Key(str), "regex": Key(str, ""),
                          "phase": Key(str, ""), "stat": Key(str, ""),
-                         "unit": Key(str, "s", choices=tuple(UNITS))})
+                         "unit": Key(str, "s", choices=tuple(UNITS)), "per": Key(str, "")})
 
 
 def _metric(m: dict, where: str) -> Metric:
@@ -164,14 +212,24 @@ def _metric(m: dict, where: str) -> Metric:
         if not re.fullmatch(r"[a-z0-9_]+", m["stat"]):
             raise LabError(f"{where}: metric {m['name']!r}: {m['stat']!r} is no stat name")
         return Metric(m["name"], re.compile(re.escape(m["phase"]) + r" stats:(.*)"),
-                      "count", m["stat"])
+                      "count", m["stat"], m["per"])
     try:
         rx = re.compile(m["regex"])
     except re.error as e:
         raise LabError(f"{where}: bad regex {m['regex']!r}: {e}") from e
     if rx.groups < 1:
         raise LabError(f"{where}: regex {m['regex']!r} captures no value")
-    return Metric(m["name"], rx, m["unit"])
+    return Metric(m["name"], rx, m["unit"], per=m["per"])
+
+
+def _check_per(metrics: list[Metric], where: str) -> None:
+    """A metric per another: of one the scenario reads itself, never a
+    chain (a ratio of ratios reads as neither)."""
+    plain = {m.name for m in metrics if not m.per}
+    for m in metrics:
+        if m.per and m.per not in plain:
+            raise LabError(f"{where}: metric {m.name!r} is per {m.per!r}, which is no metric "
+                           f"of its own; one of: {', '.join(map(repr, sorted(plain)))}")
 
 
 def _scenario_table(kernels: tuple[str, ...]) -> datafile.Table:
@@ -182,7 +240,8 @@ def _scenario_table(kernels: tuple[str, ...]) -> datafile.Table:
         "clock": Key(str, "host", choices=tuple(CLOCKS)), "cmdline": Key(str, ""),
         "sides": Key([_side_table(kernels)], []), "config": Key((str, [str]), []),
         "before": Key(str, ""), "after": Key(str, ""), "cpu": Key(str, ""),
-        "exact_counts": Key(bool, False)})
+        "exact_counts": Key(bool, False), "sweep": Key([str], []),
+        "sweep_fit_per": Key(str, ""), "sweep_fit_at": Key(str, "")})
 
 
 # [defaults] holds keys of [[scenario]], checked when merged into each.
@@ -235,6 +294,40 @@ def _config(s: dict, origin: str, configs: Path) -> tuple[str, ...]:
     return tuple(names)
 
 
+SWEEP = "{sweep}"
+
+
+def _sweep_points(s: dict, origin: str) -> list[tuple[dict, SweepPoint | None]]:
+    """A scenario's points, each its keys with the point in place of
+    "{sweep}" (name, command, the sides' commands); a scenario without a
+    sweep is its one point."""
+    at = f"{origin}: {s['name']}"
+    if not s["sweep"]:
+        if SWEEP in s["name"] or s["sweep_fit_per"] or s["sweep_fit_at"]:
+            raise LabError(f"{at}: names {SWEEP} or a fit, but gives no sweep = [...]")
+        return [(s, None)]
+    if SWEEP not in s["name"] or SWEEP not in s["command"] + "".join(
+            r["command"] for r in s["sides"]):
+        raise LabError(f"{at}: a sweep puts each point in place of {SWEEP}: "
+                       "in the name and in the command")
+    for v in [*s["sweep"], *filter(None, (s["sweep_fit_per"], s["sweep_fit_at"]))]:
+        if size(v) is None:
+            raise LabError(f"{at}: sweep value {v!r} is no number or size "
+                           "(e.g. 8, 64M, 1G)")
+    if s["sweep_fit_at"] and not s["sweep_fit_per"]:
+        raise LabError(f"{at}: sweep_fit_at extends a fit: give sweep_fit_per too")
+    if len(set(s["sweep"])) != len(s["sweep"]):
+        raise LabError(f"{at}: sweep values repeat")
+    out = []
+    for v in s["sweep"]:
+        sides = [r | {"command": r["command"].replace(SWEEP, v)} for r in s["sides"]]
+        point = s | {"name": s["name"].replace(SWEEP, v),
+                     "command": s["command"].replace(SWEEP, v), "sides": sides}
+        out.append((point, SweepPoint(s["name"], v, size(v), s["sweep_fit_per"],
+                                      s["sweep_fit_at"])))
+    return out
+
+
 def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
           kernels: tuple[str, ...] = KERNELS) -> list[Scenario]:
     """kernels: what a side may boot (load_all adds bench/<base>/variants.toml's)."""
@@ -244,16 +337,18 @@ def parse(text: str, origin: str, configs: Path = paths.CONFIGS,
     datafile.check(data["defaults"], table, origin, "[defaults]", partial=True)
     out = []
     for i, raw in enumerate(data["scenario"], 1):
-        s = datafile.check(data["defaults"] | raw, table, origin,
-                           datafile.label("scenario", raw, i))
-        metrics = [_metric(m, f"{origin}: {s['name']}") for m in s["metrics"]]
-        group = re.compile(s["group_by"]) if s["group_by"] else None
-        out.append(Scenario(topic, s["name"], s["arch"], s["command"], tuple(metrics),
-                            s["repeats"], group, s["seed"], s["timeout"], s["level"],
-                            _sides(s, origin), s["clock"], _config(s, origin, configs),
-                            s["before"].strip(), s["after"].strip(), s["cpu"],
-                            s["exact_counts"]))
-        _check_level(out[-1], origin)
+        checked = datafile.check(data["defaults"] | raw, table, origin,
+                                 datafile.label("scenario", raw, i))
+        for s, point in _sweep_points(checked, origin):
+            metrics = [_metric(m, f"{origin}: {s['name']}") for m in s["metrics"]]
+            _check_per(metrics, f"{origin}: {s['name']}")
+            group = re.compile(s["group_by"]) if s["group_by"] else None
+            out.append(Scenario(topic, s["name"], s["arch"], s["command"], tuple(metrics),
+                                s["repeats"], group, s["seed"], s["timeout"], s["level"],
+                                _sides(s, origin), s["clock"], _config(s, origin, configs),
+                                s["before"].strip(), s["after"].strip(), s["cpu"],
+                                s["exact_counts"], point))
+            _check_level(out[-1], origin)
     names = [sc.name for sc in out]
     if len(set(names)) != len(names):
         raise LabError(f"{origin}: scenario names repeat")
@@ -274,12 +369,16 @@ def load_all(directory: Path = paths.BENCH, configs: Path = paths.CONFIGS
 
 def select(all_: list[Scenario], names: list[str] | None, level: str = "full") -> list[Scenario]:
     if names:
-        known = {s.key: s for s in all_} | {s.name: s for s in all_}
+        # a sweep by its name with "{sweep}" is all of its points
+        known: dict[str, list[Scenario]] = {}
+        for s in all_:
+            for n in {s.key, s.name, s.sweep_key, s.sweep_key.split("/", 1)[1]}:
+                known.setdefault(n, []).append(s)
         unknown = [n for n in names if n not in known]
         if unknown:
             raise LabError(f"unknown scenario(s) {', '.join(unknown)}; known: "
-                           + ", ".join(sorted(s.key for s in all_)))
-        return [known[n] for n in names]
+                           + ", ".join(sorted({s.sweep_key for s in all_})))
+        return list(dict.fromkeys(s for n in names for s in known[n]))
     return [s for s in all_ if LEVELS.index(s.level) <= LEVELS.index(level)]
 
 
@@ -302,4 +401,21 @@ def read_metrics(sc: Scenario, lines: list[str]) -> dict[tuple[str, str], list[f
             hit = m.regex.search(line)
             if hit:
                 values.setdefault((m.name, group), []).append(m.value(hit) * UNITS[m.unit])
-    return values
+    return _per(sc, values)
+
+
+def _per(sc: Scenario, values: dict) -> dict:
+    """Each metric per another (Metric.per) divided by that metric's mean
+    in the same run and group; no value where that is 0 or missing, which
+    record_run reports as the figure missing."""
+    out = dict(values)
+    for m in sc.metrics:
+        if not m.per:
+            continue
+        for (name, group) in [k for k in out if k[0] == m.name]:
+            den = out.get((m.per, group))
+            total = sum(den) / len(den) if den else 0
+            nums = out.pop((name, group))
+            if total:
+                out[(name, group)] = [x / total for x in nums]
+    return out

@@ -85,3 +85,29 @@ def compare(a: list[float], b: list[float], exact: bool = False) -> Comparison:
     else:
         significant = len(a) >= 2 and len(b) >= 2 and abs(bm - am) > 2 * se
     return Comparison(am, asd, len(a), bm, bsd, len(b), change, significant, exact)
+
+
+@dataclass(frozen=True)
+class Line:
+    """y = fixed + slope * x by least squares, and how much of y's spread
+    it explains (r2: 1 when every point is on it)."""
+    fixed: float
+    slope: float
+    r2: float
+
+    def at(self, x: float) -> float:
+        return self.fixed + self.slope * x
+
+
+def fit_line(xs: list[float], ys: list[float]) -> Line | None:
+    """The least-squares line through (xs, ys); None for fewer than two
+    distinct xs, which no line fits."""
+    if len(set(xs)) < 2:
+        return None
+    mx, my = mean(xs), mean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    fixed = my - slope * mx
+    syy = sum((y - my) ** 2 for y in ys)
+    sse = sum((y - fixed - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    return Line(fixed, slope, 1 - sse / syy if syy else 1.0)

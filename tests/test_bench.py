@@ -1,4 +1,6 @@
 import json
+import math
+import re
 
 import pytest
 
@@ -297,7 +299,9 @@ REAL_LINES = {
     " preemption_reported=+7\r\n": (64, 32768),
     "                        &(kvm)->mmu_lock:             2              4        3771.00"
     "        7850.80       25673.12        6418.28             33           4146"
-    "           0.65        6138.67       77036.39          18.58\r\n": (4, 4146),
+    "           0.65        6138.67       77036.39          18.58\r\n": (4, 4146, 25673.12),
+    # selftests-mmu-bench/0004 (x86_64)
+    "Destroying VM time: 0.012345678s\r\n": 0.012345678,
 }
 
 
@@ -305,14 +309,17 @@ def test_every_metric_of_bench_reads_a_real_line():
     console = [f"{bench.BEGIN} k\n", *REAL_LINES, f"{bench.END} k rc=0\n"]
     lines, rc = bench.split_console(console)["k"]
     assert rc == 0
+    known = {v for vs in REAL_LINES.values() for v in (vs if isinstance(vs, tuple) else (vs,))}
     for sc in scenarios.load_all():
         got = scenarios.read_metrics(sc, lines)
         for m in sc.metrics:
             # group_by lines are absent here, so every value is in group ""
             values = got.get((m.name, ""), [])
-            known = {v for vs in REAL_LINES.values()
-                     for v in (vs if isinstance(vs, tuple) else (vs,))}
-            assert len(values) == 1 and values[0] in known, (sc.key, m.name, values)
+            assert len(values) == 1, (sc.key, m.name, values)
+            # a metric per another is read, then divided by the other's value
+            value = values[0] * (got[(m.per, "")][0] if m.per else 1)
+            assert any(math.isclose(value / scenarios.UNITS[m.unit], k) for k in known), (
+                sc.key, m.name, values)
 
 
 CLOCKED = r'''
@@ -719,3 +726,117 @@ def test_a_saved_run_is_reported_again_from_its_results_json(tmp_path):
     text = bench.rewrite(run, [sc])
     assert (run / "report.md").read_text() == text == benchreport.render([sc], res)
     assert "-32704 (-99.8 %) | exact |" in text
+
+
+SWEEP = r'''
+topic = "z"
+[[scenario]]
+name = "disable-{sweep}"
+arch = "x86_64"
+clock = "icount"
+exact_counts = true
+repeats = 1
+sweep = ["64M", "2M", "1G"]
+sweep_fit_per = "2M"
+sweep_fit_at = "96G"
+command = "dirty_log_perf_test -b {sweep}"
+seed = "-98 % at 96 GiB"
+sides = [ { label = "before", kernel = "vanilla", cmdline = "x=1" },
+          { label = "6.12", kernel = "vanilla" } ]
+metrics = [ { name = "flushes", unit = "count", regex = 'flushes: (\d+)' } ]
+'''
+
+
+def test_a_sweep_is_a_scenario_per_point_with_the_point_in_its_name_and_command():
+    got = scenarios.parse(SWEEP, "bench/z.toml")
+    assert [(s.name, s.command, s.sweep.x) for s in got] == [
+        ("disable-64M", "dirty_log_perf_test -b 64M", 64 << 20),
+        ("disable-2M", "dirty_log_perf_test -b 2M", 2 << 20),
+        ("disable-1G", "dirty_log_perf_test -b 1G", 1 << 30)]
+    assert {s.sweep_key for s in got} == {"z/disable-{sweep}"}
+    # the family by name selects every point, a point by its name itself
+    assert scenarios.select(got, ["disable-{sweep}"]) == got
+    assert scenarios.select(got, ["z/disable-1G"]) == [got[2]]
+
+
+@pytest.mark.parametrize("change, msg", [
+    (('name = "disable-{sweep}"', 'name = "disable"'), "in place of {sweep}: in the name and"),
+    (('-b {sweep}', '-b 1G'), "in place of {sweep}: in the name and in the command"),
+    (('"2M", "1G"]', '"2M", "lots"]'), "sweep value 'lots' is no number or size"),
+    (('"2M", "1G"]', '"2M", "2M"]'), "sweep values repeat"),
+    (('sweep_fit_per = "2M"\n', ''), "sweep_fit_at extends a fit: give sweep_fit_per too"),
+    (('sweep = ["64M", "2M", "1G"]\n', ''), "names {sweep} or a fit, but gives no sweep"),
+])
+def test_bad_sweeps_are_refused(change, msg):
+    with pytest.raises(LabError, match=re.escape(msg)):
+        scenarios.parse(SWEEP.replace(*change), "bench/z.toml")
+
+
+def test_a_sweeps_report_has_a_row_per_point_and_each_sides_line():
+    """before: 1000 fixed + 512 per 2M (a flush per 4K page); 6.12: 50
+    fixed + 1 per 2M; extended to 96G (49152 huge pages)."""
+    scs = scenarios.parse(SWEEP, "bench/z.toml")
+    res = bench.Results()
+    for sc in scs:
+        n = sc.sweep.x / (2 << 20)
+        for label, fixed, per in (("before", 1000, 512), ("6.12", 50, 1)):
+            bench.record_run(res, sc, label, [f"flushes: {fixed + per * n:.0f}"], 0, "boot")
+    text = benchreport.render(scs, res)
+    lines = text.splitlines()
+    assert "Sweep z/disable-{sweep} (icount): -98 % at 96 GiB" in lines
+    rows = [r for r in lines if r.startswith(("| 2M ", "| 64M ", "| 1G "))]
+    # in the order of the points' sizes, not of the file
+    assert [r.split(" | ")[0] for r in rows] == ["| 2M", "| 64M", "| 1G"]
+    assert rows[0] == "| 2M | 1512 ± 0 (1) | 51 ± 0 (1) | -1461 (-96.6 %), exact |"
+    assert "| before | 1000 | 512 | 1.0000 | 25166824 |  |" in lines
+    assert "| 6.12 | 50 | 1 | 1.0000 | 49202 | -99.8 % |" in lines
+    assert "| fit of flushes | fixed | per 2M | r² | at 96G (extrapolated) | change there |" in lines
+    # the points are not repeated in the table of single scenarios
+    assert not any(r.startswith("| z/disable-") for r in lines)
+
+
+def test_a_line_fits_points_and_needs_two_xs():
+    line = stats.fit_line([1, 2, 3], [12, 14, 16])
+    assert (line.fixed, line.slope, line.r2) == (10, 2, 1)
+    assert line.at(10) == 30
+    assert stats.fit_line([1, 1], [2, 3]) is None
+    assert 0 < stats.fit_line([1, 2, 3], [1, 3, 2]).r2 < 1
+
+
+PER = r'''
+topic = "a"
+[[scenario]]
+name = "aging"
+level = "full"
+arch = "x86_64"
+command = "access_tracking_perf_test -p"
+metrics = [ { name = "acquisitions per pass", unit = "count", per = "passes", regex = 'acq: (\d+)' },
+            { name = "passes", unit = "count", regex = 'passes: (\d+)' } ]
+'''
+
+
+def test_a_metric_per_another_is_divided_by_it_in_each_run():
+    sc, = scenarios.parse(PER, "bench/a.toml")
+    assert scenarios.read_metrics(sc, ["acq: 4146", "passes: 6"]) == {
+        ("acquisitions per pass", ""): [691.0], ("passes", ""): [6.0]}
+    res = bench.Results()
+    bench.record_run(res, sc, "vanilla", ["acq: 4146", "passes: 0"], 0, "boot 1")
+    assert res.errors["a/aging"] == [
+        "vanilla: no line for metric 'acquisitions per pass' (/acq: (\\d+)/), or its 'passes' "
+        "was 0 in boot 1"]
+
+
+@pytest.mark.parametrize("per, msg", [
+    ("pases", "is per 'pases', which is no metric of its own; one of: 'passes'"),
+    ("acquisitions per pass", "is per 'acquisitions per pass', which is no metric"),
+])
+def test_a_metric_per_an_unknown_or_derived_metric_is_refused(per, msg):
+    with pytest.raises(LabError, match=re.escape(msg)):
+        scenarios.parse(PER.replace('per = "passes"', f'per = "{per}"'), "bench/a.toml")
+
+
+def test_two_vcpus_under_icount_count_emulated_time():
+    sc, = scenarios.parse(EXACT.replace('clock = "icount"', 'clock = "icount-2cpu"'),
+                          "bench/x.toml")
+    assert sc.kind("execute") == scenarios.EMULATED_TIME
+    assert scenarios.CLOCKS[sc.clock].smp == 2
