@@ -248,3 +248,11 @@ def test_make_lava_s_bundle_is_make_kselftest_tar_s(tmp_path, monkeypatch):
     for arch in profile.arches():
         assert (tmp_path / "lava" / f"kselftest-{arch}.tar.gz").read_bytes() == \
             ksftbundle.write(install, tmp_path / f"{arch}.tar.gz").read_bytes()
+
+
+@pytest.mark.parametrize("arch", profile.arches())
+def test_shipped_hosts_load_and_name_files_of_their_bundle(arch):
+    tl = testlist.load(arch)
+    assert tl.hosts, f"{tl.file} has no [[host]]"
+    for h in tl.hosts:
+        assert ksftbundle.path(arch, h.name).name == f"kselftest-{arch}-{h.name}.tar.gz"
