@@ -30,6 +30,9 @@
 #                                  VARIANT: another kernel (vanilla: is a failure the base's?)
 #   make shell ARCH=.. [BOOT=..] [SELFTESTS=..] [VARIANT=..]   that guest's console, /kselftest/kvm
 #   make list                      each arch's boots and tests
+#   make kselftest-tar ARCH=.. [HOST=<host>]   make test's kvm selftests of ARCH as a kselftest
+#                                  bundle, build/<base>/kselftest-<arch>[-<host>].tar.gz; HOST: a
+#                                  [[host]] of the list (make list), ./run_kselftest.sh runs its tests
 #   make lava [KERNEL_URL=..] [ROOTFS_URL=..] [KSELFTEST_URL=..]   LAVA jobs of every
 #                                  boot in build/<base>/lava/: QEMU (make test's kernel
 #                                  and initramfs) and each real device of lab/lava/
@@ -173,6 +176,12 @@ list:
 lava:
 	@$(LAB) lava --kernel-url="$(KERNEL_URL)" --rootfs-url="$(ROOTFS_URL)" \
 		--kselftest-url="$(KSELFTEST_URL)"
+
+# Builds make test's kernel and selftests of ARCH as make test does (kept
+# builds reused), from the series as make tree makes it.
+.PHONY: kselftest-tar
+kselftest-tar: tree
+	@$(LAB) kselftest-tar --arch $(ARCH) $(if $(HOST),--host $(HOST))
 
 # The job make lava writes for ARCH and BOOT, under Debian's lava-dispatcher
 # (lab/lavarun.py): like make run, no make tree and no pytest.

@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, datafile, deps, devloop, kernel, lava, lavarun, mail, passsets,
+from lab import (base, bench, datafile, deps, devloop, kernel, ksftbundle, lava, lavarun, mail, passsets,
                  paths, profile, report, resultsindex, scenarios, selftests, suite, testlist, topics, tree,
                  variants)
 from lab.progress import LabError, say
@@ -141,6 +141,10 @@ def cmd_list(args):
 def cmd_lava(args):
     lava.write({"kernel": args.kernel_url, "rootfs": args.rootfs_url,
                 "kselftest": args.kselftest_url})
+
+
+def cmd_kselftest_tar(args):
+    ksftbundle.make(args.arch, args.host or "")
 
 
 def cmd_lava_run(args):
@@ -325,6 +329,13 @@ def parser() -> argparse.ArgumentParser:
                         help=f"{what}; {{base}}, {{arch}} and {{build}} are replaced "
                         "(default: lab/lava/lava.toml's placeholder)")
     lv.set_defaults(fn=cmd_lava)
+    kt = sub.add_parser("kselftest-tar", help="make test's kvm selftests of an arch as a "
+                        "kselftest bundle, build/<base>/kselftest-<arch>[-<host>].tar.gz; "
+                        "--host: the list of a [[host]] of the arch's test list")
+    kt.add_argument("--arch", default="x86_64", choices=profile.arches())
+    kt.add_argument("--host", help="a [[host]] of testlists/<base>/<arch>.toml (make list "
+                    "shows them)")
+    kt.set_defaults(fn=cmd_kselftest_tar)
     lr = sub.add_parser("lava-run", help="one boot's QEMU job (make lava's) run by "
                         "lava-dispatcher from Debian on this machine, as root; its results "
                         "as make test's KTAP and summary.json in build/<base>/results/lava-<time>/")

@@ -71,7 +71,9 @@ def _name(kind) -> str:
     return _NAMES[kind]
 
 
-def _closest(word, valid) -> str:
+def closest(word, valid) -> str:
+    """A message's hint: the valid word closest to word, as " (did you mean
+    'x'?)", or nothing."""
     near = difflib.get_close_matches(str(word), [str(v) for v in valid], n=1)
     return f" (did you mean {near[0]!r}?)" if near else ""
 
@@ -94,7 +96,7 @@ def check(data: dict, table: Table, origin: str, where: str = "", partial: bool 
     at = f"{origin}: {where}: " if where else f"{origin}: "
     for k in data:
         if k not in table.keys:
-            raise LabError(f"{at}unknown key {k!r}{_closest(k, table.keys)}")
+            raise LabError(f"{at}unknown key {k!r}{closest(k, table.keys)}")
     out = {}
     for k, key in table.keys.items():
         if k not in data:
@@ -113,7 +115,7 @@ def check(data: dict, table: Table, origin: str, where: str = "", partial: bool 
                            f"{_TOML_NAMES.get(type(value), type(value).__name__)} ({value!r})")
         if key.choices and value not in key.choices:
             raise LabError(f"{at}{k!r} is {value!r}, not one of "
-                           f"{', '.join(map(repr, key.choices))}{_closest(value, key.choices)}")
+                           f"{', '.join(map(repr, key.choices))}{closest(value, key.choices)}")
         out[k] = _nested(value, key.kind, origin, where, k, partial)
     return out
 

@@ -14,23 +14,22 @@ under build/<base>/lava/:
   kselftest install and runs the boot's tests with run_kselftest.sh, their
   arguments and timeouts as the guest runs them.
 
-and kselftest-<arch>.tar.gz, the bundle a device job fetches, where make
-test's selftests of the arch are built. The device types and device
+and kselftest-<arch>.tar.gz, the bundle a device job fetches (make
+kselftest-tar's, lab/ksftbundle.py), where make test's selftests of the arch
+are built. The device types and device
 dictionaries the jobs need are in lab/lava/. The
 YAML is written by a small emitter (the harness has no YAML library): block
 style, every string double-quoted as JSON writes it, which YAML reads the
 same.
 """
-import io
 import json
 import math
 import re
 import shlex
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import datafile, initramfs, markers, paths, profile, selftests, testlist, testrun
+from lab import datafile, ksftbundle, markers, paths, profile, selftests, testlist, testrun
 from lab.datafile import Key, Table
 from lab.progress import LabError, say
 
@@ -349,33 +348,6 @@ def jobs(cfg: Config, lists: dict[str, testlist.TestList],
     return out
 
 
-def bundle(install: Path, dest: Path) -> Path:
-    """The kselftest bundle a device job fetches (KSELFTEST_URL): the
-    kselftest install of make test's selftests build (kselftest_install/:
-    run_kselftest.sh, kselftest/, kvm/), with the harness's own tests
-    (initramfs.HARNESS_TESTS) in kvm/ and in kselftest-list.txt, which
-    run_kselftest.sh -t picks tests from, as the initramfs has them."""
-    ours = sorted(initramfs.harness_tests())
-    listing = (install / "kselftest-list.txt").read_text() if (
-        install / "kselftest-list.txt").exists() else ""
-    listing += "".join(f"kvm:{n}\n" for n in ours if f"kvm:{n}" not in listing.split())
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(dest, "w:gz") as tar:
-        tar.add(install, arcname="kselftest_install",
-                filter=lambda ti: None if ti.name == "kselftest_install/kselftest-list.txt"
-                else ti)
-        for n in ours:
-            ti = tar.gettarinfo(initramfs.HARNESS_TESTS / n, f"kselftest_install/kvm/{n}")
-            ti.mode = 0o755       # the runner runs what is executable only
-            with open(initramfs.HARNESS_TESTS / n, "rb") as f:
-                tar.addfile(ti, f)
-        data = listing.encode()
-        ti = tarfile.TarInfo("kselftest_install/kselftest-list.txt")
-        ti.size, ti.mode = len(data), 0o644
-        tar.addfile(ti, io.BytesIO(data))
-    return dest
-
-
 HEADER = ("LAVA job written by make lava (lab/lava.py) from {file}, boot {boot}:\n"
           "regenerate it, do not edit it. Run it on a worker with\n"
           "lava-run --device device.yaml --job-id 1 --output-dir out {name}")
@@ -396,8 +368,9 @@ def write(given_urls: dict | None = None, out: Path = OUT) -> list[Path]:
     for arch in lists:
         install = selftests.install_dir(testrun.test_build(profile.load(arch)))
         if (install / "run_kselftest.sh").exists():
-            say(f"lava: {datafile.origin(bundle(install, out / f'kselftest-{arch}.tar.gz'))}: "
-                f"the kselftest bundle of {arch}'s jobs (KSELFTEST_URL)")
+            dest = ksftbundle.write(install, out / ksftbundle.path(arch).name)
+            say(f"lava: {datafile.origin(dest)}: the kselftest bundle of {arch}'s jobs "
+                f"(KSELFTEST_URL), make kselftest-tar ARCH={arch}'s")
         else:
             say(f"lava: no kselftest bundle for {arch}: {datafile.origin(install)} is not "
                 f"built (make test, or make selftests ARCH={arch} DEBUG=1)")

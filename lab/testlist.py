@@ -20,6 +20,13 @@ configs/<name>.config merged last (e.g. KASAN), built after the arch's. A
 test without `boots` runs in every boot of the default run that runs the
 test kernel; a full boot and a boot of another kernel run only the tests
 that name them.
+
+A `[[host]]` is a real machine (make kselftest-tar HOST=<name>): its CPUs,
+memory and the kernel command line its list needs (a hugetlb pool), and
+its own list, `[[host.test]]`: tests of this list (a name the list has not
+is refused) with arguments sized for that machine and a timeout each. A
+test the host list leaves out is not run there: the TCG sizes are no
+measure of hardware, and a curated list runs what the series changes.
 """
 import dataclasses
 import re
@@ -38,6 +45,11 @@ from lab.progress import LabError
 # failed the run with the boot's one retry used up). A regression that fails
 # every test still costs only this many reruns.
 RETRIES_PER_BOOT = 2
+
+
+def basename(name: str) -> str:
+    """A test's program name without its folder in the kvm collection."""
+    return name.rsplit("/", 1)[-1]
 
 
 @dataclass(frozen=True)
@@ -66,12 +78,31 @@ class Test:
 
     @property
     def basename(self) -> str:
-        return self.name.rsplit("/", 1)[-1]
+        return basename(self.name)
 
     @property
     def args_var(self) -> str:
         """kselftest runner's per-test argument variable (runner.sh's sanitizing)."""
         return "KSELFTEST_" + re.sub(r"[^A-Za-z0-9_]", "_", self.basename).upper() + "_ARGS"
+
+
+@dataclass(frozen=True)
+class HostTest:
+    name: str          # a [[test]] of the list, as installed in the kvm collection
+    label: str         # its name on the host, unique there (one test, several sizes)
+    args: str
+    timeout: int       # seconds, kselftest's runner's for this one test
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    why: str
+    cpus: int
+    memory: str        # e.g. "256G"
+    cmdline: str       # the host kernel's command line the tests need
+    tests: tuple[HostTest, ...]
 
 
 # The skip reason of a listed test that the selftests being run do not have.
@@ -99,6 +130,7 @@ class TestList:
     flaky: tuple[Flaky, ...] = ()
     default_timeout: int = 120
     origin: str = ""     # the file, as messages name it: testlists/<base>/<arch>.toml
+    hosts: tuple[Host, ...] = ()
 
     @property
     def file(self) -> str:
@@ -129,6 +161,13 @@ class TestList:
 
     def boot(self, name: str) -> Boot:
         return self.selected([name])[0]
+
+    def host(self, name: str) -> Host:
+        h = next((h for h in self.hosts if h.name == name), None)
+        if h is None:
+            raise LabError(f"{self.file} has no [[host]] {name!r}; its hosts: "
+                           f"{', '.join(h.name for h in self.hosts) or 'none'}")
+        return h
 
     def for_run(self, boot: str, names: list[str], args: str | None = None) -> "TestList":
         """The list of make run: one boot, running just the named tests in
@@ -194,9 +233,15 @@ TEST = datafile.Table({"name": Key(str), "args": Key(str, ""), "timeout": Key(in
                        "must_run": Key(bool, False)})
 FLAKY = datafile.Table({"match": Key(str), "why": Key(str),
                         "kind": Key(str, "failure", choices=FLAKY_KINDS)}, label_key=None)
+HOST_TEST = datafile.Table({"name": Key(str), "label": Key(str, ""), "args": Key(str, ""),
+                           "timeout": Key(int), "why": Key(str, "")})
+HOST = datafile.Table({"name": Key(str), "why": Key(str, ""), "cpus": Key(int),
+                       "memory": Key(str), "cmdline": Key(str, ""), "test": Key([HOST_TEST])})
 FILE = datafile.Table({"defaults": Key(datafile.Table({"timeout": Key(int, 120)}), {}),
                        "boot": Key([BOOT], []), "test": Key([TEST], []),
-                       "flaky": Key([FLAKY], [])})
+                       "flaky": Key([FLAKY], []), "host": Key([HOST], [])})
+# A host's name and a test's label name files of the bundle.
+FILE_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def _boot(b: dict, origin: str, configs: Path) -> Boot:
@@ -206,6 +251,35 @@ def _boot(b: dict, origin: str, configs: Path) -> Boot:
         raise LabError(f"{origin}: [[boot]] {b['name']!r}: config {config!r} names no fragment "
                        f"{configs}/<name>.config")
     return Boot(b["name"], b["cmdline"], b["why"], b["full"], config, b["cpu"])
+
+
+def _host(h: dict, origin: str, tests: list[Test]) -> Host:
+    where = f"{origin}: {datafile.label('host', h, 0)}"
+    if not FILE_NAME_RE.fullmatch(h["name"]):
+        raise LabError(f"{where}: the name must be letters, digits, '_', '.' and '-'")
+    if not re.fullmatch(r"[1-9][0-9]*[MGT]", h["memory"]):
+        raise LabError(f"{where}: memory {h['memory']!r}: not <n>M, <n>G or <n>T")
+    if h["cpus"] < 1:
+        raise LabError(f"{where}: cpus {h['cpus']}: not a count of CPUs")
+    if not h["test"]:
+        raise LabError(f"{where}: no test")
+    known = list(dict.fromkeys(t.name for t in tests))
+    out = []
+    for t in h["test"]:
+        at = f"{where}, test {t['name']!r}"
+        if t["name"] not in known:
+            raise LabError(f"{at}: not a [[test]] of this list{datafile.closest(t['name'], known)}")
+        if t["timeout"] < 1:
+            raise LabError(f"{at}: timeout {t['timeout']}: not a number of seconds")
+        label = t["label"] or basename(t["name"])
+        if not FILE_NAME_RE.fullmatch(label):
+            raise LabError(f"{at}: label {label!r}: letters, digits, '_', '.' and '-' only")
+        if label in {x.label for x in out}:
+            raise LabError(f"{at}: the label {label!r} is taken by an earlier test of the "
+                           f"host: give each run of a test a label of its own")
+        out.append(HostTest(t["name"], label, t["args"], t["timeout"], " ".join(t["why"].split())))
+    return Host(h["name"], " ".join(h["why"].split()), h["cpus"], h["memory"], h["cmdline"],
+                tuple(out))
 
 
 def parse(text: str, arch: str, origin: str, configs: Path = paths.CONFIGS) -> TestList:
@@ -238,7 +312,11 @@ def parse(text: str, arch: str, origin: str, configs: Path = paths.CONFIGS) -> T
         except re.error as e:
             raise LabError(f"{origin}: [[flaky]] #{i}: bad regex {f['match']!r}: {e}") from e
         flaky.append(Flaky(f["match"], " ".join(f["why"].split()), f["kind"]))
-    return TestList(arch, boots, tuple(tests), tuple(flaky), default_timeout, origin)
+    hosts = tuple(_host(h, origin, tests) for h in data["host"])
+    names = [h.name for h in hosts]
+    if len(set(names)) != len(names):
+        raise LabError(f"{origin}: host names repeat: {names}")
+    return TestList(arch, boots, tuple(tests), tuple(flaky), default_timeout, origin, hosts)
 
 
 def describe(tl: TestList) -> str:
@@ -251,6 +329,13 @@ def describe(tl: TestList) -> str:
         for t in tl.tests_for(b.name):
             what = f"skip: {t.skip.split(':')[0]}" if t.skip else f"{t.timeout} s"
             out.append(f"    {t.name} {t.args}".rstrip() + f"  [{what}]")
+    for h in tl.hosts:
+        out.append(f"  host {h.name} ({h.cpus} CPUs, {h.memory}; make kselftest-tar "
+                   f"ARCH={tl.arch} HOST={h.name}): {h.why or '-'}; command line: "
+                   f"{h.cmdline or '(any)'}")
+        for t in h.tests:
+            label = f" ({t.label})" if t.label != basename(t.name) else ""
+            out.append(f"    {t.name} {t.args}".rstrip() + f"{label}  [{t.timeout} s]")
     return "\n".join(out) + "\n"
 
 

@@ -159,27 +159,6 @@ def test_device_dictionaries_extend_the_types_the_jobs_name(cfg):
     assert ours <= {d.device_type for d in cfg.devices}
 
 
-def test_kselftest_bundle_has_the_install_and_the_harness_s_tests(tmp_path):
-    import tarfile
-    install = tmp_path / "kselftest_install"
-    (install / "kvm").mkdir(parents=True)
-    (install / "kselftest").mkdir()
-    (install / "run_kselftest.sh").write_text("#!/bin/sh\n")
-    (install / "kselftest/runner.sh").write_text("")
-    (install / "kvm/dirty_log_test").write_text("")
-    (install / "kselftest-list.txt").write_text("kvm:dirty_log_test\n")
-    with tarfile.open(lava.bundle(install, tmp_path / "b.tar.gz")) as tar:
-        names = tar.getnames()
-        listing = tar.extractfile("kselftest_install/kselftest-list.txt").read().decode()
-        ours = sorted(initramfs.harness_tests())
-        for n in ours:
-            assert tar.getmember(f"kselftest_install/kvm/{n}").mode == 0o755
-    assert "kselftest_install/run_kselftest.sh" in names
-    assert "kselftest_install/kvm/dirty_log_test" in names
-    assert names.count("kselftest_install/kselftest-list.txt") == 1
-    assert listing.split() == ["kvm:dirty_log_test", *(f"kvm:{n}" for n in ours)]
-
-
 def test_device_job_steps_pass_shellcheck(tmp_path, jobs):
     """lava-test-shell runs a definition's steps as one sh script."""
     import shutil
