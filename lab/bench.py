@@ -16,8 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import (benchplot, benchreport, benchtime, initramfs, kernel, ktap, markers, paths, profile, qemu, scenarios,
-                 selftests, stats)
+from lab import (benchplot, benchreport, benchtime, buildcache, initramfs, kernel, ktap, markers,
+                 paths, profile, qemu, scenarios, selftests, stats)
 from lab.kernel import Build
 from lab.progress import LabError, say
 from lab.scenarios import Scenario, Side
@@ -326,7 +326,7 @@ def run_qemu(scs: list[Scenario], known: list[Scenario]) -> Results:
         builds = {k: Build(prof, k[0], debug=False, extra=k[1]) for k in kernels(plan)}
         for b in builds.values():
             t0 = time.monotonic()
-            kernel.build(b)
+            buildcache.build_kernel(b)
             res.phases.append((f"build {b.name}", time.monotonic() - t0, 0))
         # One set of selftest binaries for every kernel, from the series: the
         # kernel (or its command line) is what is compared, and the series may

@@ -129,15 +129,23 @@ def _fit_rows(points: list[Scenario], metric: str, group: str, labels: tuple[str
     rows = [head, "|---" * (head.count("|") - 1) + "|"]
     base = lines.get(labels[0])
     for label, line in lines.items():
-        row = (f"| {label} | {fmt_value(line.fixed, kind)} | {fmt_value(line.slope, kind)} "
-               f"| {line.r2:.4f} |")
+        row = f"| {label} | {_fit_value(line.fixed, kind)} | {_fit_value(line.slope, kind)} "
+        row += f"| {line.r2:.4f} |"
         if at is not None:
-            there = line.at(at)
-            change = (f"{(there - base.at(at)) / base.at(at) * 100:+.1f} %"
-                      if base and label != labels[0] and base.at(at) else "")
-            row += f" {fmt_value(there, kind)} | {change} |"
+            there, then = line.at(at), base.at(at) if base else 0
+            change = ("" if label == labels[0] or not then
+                      else "0" if round(there - then, 9) == 0
+                      else f"{(there - then) / then * 100:+.1f} %")
+            row += f" {_fit_value(there, kind)} | {change} |"
         rows.append(row)
     return rows
+
+
+def _fit_value(x: float, kind: str) -> str:
+    """A line's coefficient: four significant digits (a cost per 2M is a
+    fraction of a ms), whole from 1000 on; times in s."""
+    text = f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+    return text if kind == COUNT else f"{text} s"
 
 
 def sweep_tables(scs: list[Scenario], res, sides: tuple[str, ...] | None = None) -> list[str]:

@@ -7,10 +7,13 @@ selftests builds took 4.3 of the 18.9 min of a warm CI run (2026-11-24).
 An entry is keyed, as make check's per-patch builds are (check.build_key),
 by everything the build reads: the tree's git tree id (its content, not its
 history), the config fragments, the compilers and C library, and the
-harness code that runs the build. Only a clean tree of the series
-(build/<base>/linux, variant "patched") is kept: a variant's tree may be
-stale until its build brings it up to date, and uncommitted work has no
-tree id. REBUILD=1 (LAB_REBUILD) builds again and keeps the new build.
+harness code that runs the build. A kernel's tree is first brought to
+what it builds (kernel.prepare_source: the vanilla worktree, a bench
+variant's tree), so make bench's kernels (vanilla, the variants, lock-stat)
+come back to a fresh clone too; a selftests install is kept only from the
+series' tree. A tree with uncommitted or untracked work has no tree id and
+is never kept; make check's worktree keys its builds itself. REBUILD=1
+(LAB_REBUILD) builds again and keeps the new build.
 """
 import hashlib
 import json
@@ -25,8 +28,9 @@ from lab.kernel import Build
 from lab.progress import exclusive, say
 
 # Entries kept of each kind, the most recently used: a kernel is ~20 MiB,
-# a selftests install 50-160 MiB; a few bases, arches and configs each.
-KEEP = {"kernel": 16, "selftests": 8}
+# a selftests install 50-160 MiB; per base make test's 4 kernels and
+# make bench's 9, the broken kernels of the tests' failure checks.
+KEEP = {"kernel": 40, "selftests": 8}
 CODE = [paths.ROOT / "lab" / f for f in ("kernel.py", "selftests.py", "buildcache.py")]
 
 
@@ -54,10 +58,13 @@ def key_of(kind: str, inputs: list[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
-def _inputs(b: Build) -> list[tuple[str, str]] | None:
-    """What b's kernel and its selftests are built from, or None when they
-    are not kept (see the module's comment)."""
-    if b.variant != "patched" or os.environ.get("LAB_REBUILD"):
+def _inputs(b: Build, kind: str) -> list[tuple[str, str]] | None:
+    """What b's kernel (kind) or selftests are built from, or None when
+    they are not kept (see the module's comment); a kernel's tree prepared
+    first (kernel.prepare_source)."""
+    if os.environ.get("LAB_REBUILD") or b.variant == kernel.CHECK:
+        return None
+    if kind == "selftests" and b.variant != "patched":
         return None
     tree_id = clean_tree_id(b.src)
     if tree_id is None:
@@ -142,7 +149,8 @@ REUSED = "(same tree, config fragments, compilers and harness; REBUILD=1 builds 
 def build_kernel(b: Build) -> Path:
     """kernel.build(b), or the kept image, .config and UAPI headers of the
     same build."""
-    inputs = _inputs(b)
+    kernel.prepare_source(b)
+    inputs = _inputs(b, "kernel")
     key = key_of("kernel", inputs) if inputs else None
     entry = lookup(key) if key else None
     if entry:
@@ -157,7 +165,7 @@ def build_kernel(b: Build) -> Path:
         return b.image
     image = kernel.build(b)
     # Kept only if the tree did not change while it built.
-    if inputs and _inputs(b) == inputs:
+    if inputs and _inputs(b, "kernel") == inputs:
         store("kernel", key, {"config": b.out / ".config", "image": image, "headers": b.headers},
               b.name)
     return image
@@ -166,7 +174,7 @@ def build_kernel(b: Build) -> Path:
 def build_selftests(b: Build, src: Path | None = None) -> Path:
     """selftests.build(b), or the kept install of the same build (not for
     another tree's selftests, src)."""
-    inputs = _inputs(b) if src is None else None
+    inputs = _inputs(b, "selftests") if src is None else None
     key = key_of("selftests", inputs) if inputs else None
     entry = lookup(key) if key else None
     dest = selftests.install_dir(b)
@@ -176,6 +184,6 @@ def build_selftests(b: Build, src: Path | None = None) -> Path:
         say(f"selftests {b.name}: as built {built_when(entry)} {REUSED} -> {dest}")
         return dest
     install = selftests.build(b, src=src)
-    if inputs and _inputs(b) == inputs:
+    if inputs and _inputs(b, "selftests") == inputs:
         store("selftests", key, {"install": install}, b.name)
     return install

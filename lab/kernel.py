@@ -159,13 +159,21 @@ def headers(b: Build) -> Path:
     return b.headers
 
 
-def _build(b: Build) -> Path:
+def prepare_source(b: Build) -> Path:
+    """b's source tree brought to what b builds: the vanilla worktree at the
+    base, a bench variant's tree made again if its base or patches changed
+    (the series' tree is make tree's). What a cache of builds may key by."""
     if b.variant == "vanilla":
         tree.ensure_worktree(paths.TREE, paths.VANILLA_SRC)
     elif not (paths.TREE / ".git").exists():
         raise LabError(f"{paths.TREE} does not exist: run `make tree` first")
     if b.variant not in (*VARIANTS, CHECK):
         variants.ensure(variants.get(b.variant))
+    return b.src
+
+
+def _build(b: Build) -> Path:
+    prepare_source(b)
     for tool in ("make", f"{b.profile.cross_compile}gcc", "flex", "bison", "bc"):
         if not shutil.which(tool):
             raise LabError(f"kernel {b.name}: {tool} not found (make deps installs it)")

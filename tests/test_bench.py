@@ -790,6 +790,7 @@ def test_a_sweeps_report_has_a_row_per_point_and_each_sides_line():
     assert rows[0] == "| 2M | 1512 ± 0 (1) | 51 ± 0 (1) | -1461 (-96.6 %), exact |"
     assert "| before | 1000 | 512 | 1.0000 | 25166824 |  |" in lines
     assert "| 6.12 | 50 | 1 | 1.0000 | 49202 | -99.8 % |" in lines
+    # a side on the baseline's line is no change there
     assert "| fit of flushes | fixed | per 2M | r² | at 96G (extrapolated) | change there |" in lines
     # the points are not repeated in the table of single scenarios
     assert not any(r.startswith("| z/disable-") for r in lines)

@@ -102,13 +102,37 @@ def test_a_tree_that_changed_during_the_build_is_not_kept(lab, monkeypatch):
     assert not list((paths.CACHE / "builds").glob("*/meta.json"))
 
 
-def test_only_the_series_tree_is_kept(lab, monkeypatch):
+def test_a_variants_kernel_is_kept_from_its_prepared_tree(lab, monkeypatch):
+    """make bench's kernels come back to a fresh clone; the tree is brought
+    to what the kernel builds before it is keyed (a stale variant tree
+    keyed as it was would give back the build of other patches)."""
     t, runs, b = lab
-    # A clean tree, as a vanilla worktree is once its build has reset it.
-    monkeypatch.setattr(paths, "VANILLA_SRC", t)
-    vanilla = Build(b.profile, "vanilla", True)
-    assert buildcache._inputs(vanilla) is None
-    assert buildcache._inputs(b) is not None
+    variant = t.parent / "variant"
+    sh(t.parent, "git", "clone", "-q", str(t), str(variant))
+    monkeypatch.setattr(paths, "VANILLA_SRC", variant)
+    vanilla = Build(b.profile, "vanilla", False)
+    prepared = []
+
+    def prepare(b):
+        # what the variant's tree becomes: one commit on the base
+        if not prepared:
+            (variant / "Makefile").write_text("all: variant\n")
+            sh(variant, "git", "-c", "user.name=A", "-c", "user.email=a@b", "commit", "-q",
+               "-am", "variant")
+        prepared.append(b.name)
+        return b.src
+    monkeypatch.setattr(buildcache.kernel, "prepare_source", prepare)
+    buildcache.build_kernel(vanilla)
+    fresh_clone(vanilla)
+    buildcache.build_kernel(vanilla)
+    assert runs == [vanilla.name] and prepared == [vanilla.name] * 2
+    key = buildcache.key_of("kernel", buildcache._inputs(vanilla, "kernel"))
+    assert buildcache.lookup(key), "keyed by the tree as prepared, not as it was"
+    # selftests are kept from the series' tree alone
+    assert buildcache._inputs(vanilla, "selftests") is None
+    assert buildcache._inputs(b, "selftests") is not None
+    # make check's worktree keys its own builds
+    assert buildcache._inputs(Build(b.profile, "check", False), "kernel") is None
 
 
 def test_the_least_recently_used_go_first(lab, monkeypatch):
