@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from lab import base, profile
+from lab import base, kernel, paths, profile
+from lab.kernel import Build
 from lab.progress import LabError
 from tests.test_base import fake_apt
 
@@ -165,3 +166,128 @@ Could not resolve 'deb.example'" >&2; exit 100 ;; esac
                        r"http://deb.example/debian: apt-get update: E: Failed to fetch "):
         base.distro_config("arm64", fake_base("a" * 64))
 
+
+# ------------------------------------------------- what the fragments ask
+
+def fragment(tmp_path, name, text):
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_an_option_dropped_or_changed_is_named_with_its_fragment(tmp_path):
+    common = fragment(tmp_path, "common.config", "CONFIG_KVM=y\nCONFIG_DAMON=y\n"
+                      "# CONFIG_DEBUG_VM is not set\nCONFIG_NR_CPUS=64\n")
+    arch = fragment(tmp_path, "x86_64.config", "CONFIG_DAMON_SYSFS=y\nCONFIG_KVM_AMD=y\n")
+    want = kernel.requested_options([common, arch])
+    made = ("CONFIG_KVM=y\nCONFIG_DEBUG_VM=y\nCONFIG_NR_CPUS=8192\nCONFIG_KVM_AMD=y\n"
+            "CONFIG_DAMON_SYSFS=y\n")
+    assert kernel.unmet_options(want, made) == [
+        f"CONFIG_DAMON dropped ({common} wants y, got n)",
+        f"CONFIG_DEBUG_VM changed ({common} wants n, got y)",
+        f"CONFIG_NR_CPUS changed ({common} wants 64, got 8192)"]
+
+
+def test_the_last_fragment_that_sets_an_option_is_named(tmp_path):
+    a = fragment(tmp_path, "a.config", "CONFIG_KVM=m\n")
+    b = fragment(tmp_path, "b.config", "CONFIG_KVM=y\n")
+    assert kernel.unmet_options(kernel.requested_options([a, b]), "") == [
+        f"CONFIG_KVM dropped ({b} wants y, got n)"]
+
+
+@pytest.mark.parametrize("wants, got, modules, ok", [
+    ("y", "m", True, True),      # Debian's KVM=m on amd64: the series is there, a module
+    ("m", "y", True, True),
+    ("y", "m", False, False),    # make test's kernels load no module
+    ("y", "n", True, False),     # a module is something; nothing is not
+    ("n", "m", True, False),
+    ("64", "y", True, False)])
+def test_a_module_meets_a_y_in_a_distro_config_only(tmp_path, wants, got, modules, ok):
+    f = fragment(tmp_path, "common.config", f"CONFIG_X={wants}\n")
+    made = f"CONFIG_X={got}\n" if got != "n" else "# CONFIG_X is not set\n"
+    bad = kernel.unmet_options(kernel.requested_options([f]), made, modules=modules)
+    assert (bad == []) == ok
+
+
+def distro_build(tmp_path, monkeypatch, debian_text: str, arch: str = "x86_64") -> Build:
+    """A distro build of arch in a stand-in tree, Debian's config debian_text."""
+    monkeypatch.setattr(paths, "TREE", tmp_path / "linux")
+    monkeypatch.setattr(paths, "BASE_BUILD", tmp_path)
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    xz = tmp_path / "debian.config.xz"
+    xz.write_bytes(lzma.compress(debian_text.encode()))
+    monkeypatch.setattr(kernel.base, "distro_config", lambda debian_arch: xz)
+    return Build(profile.load(arch), "patched", debug=False, distro=True)
+
+
+def test_a_distro_config_keeps_debian_s_modules_and_takes_the_rest(tmp_path, monkeypatch):
+    b = distro_build(tmp_path, monkeypatch, "CONFIG_KVM=m\nCONFIG_KVM_AMD=m\n"
+                     "# CONFIG_IDLE_PAGE_TRACKING is not set\nCONFIG_DAMON=y\n")
+    assert [f.name for f in b.fragments()] == ["common.config", "x86_64.config"]
+    b.out.mkdir(parents=True)
+    want = kernel.requested_options(b.fragments())
+    assert kernel._distro_start(b, want) == b.out / "debian.config"
+    merged = kernel.config_values((b.out / "fragments.config").read_text())
+    assert "CONFIG_KVM" not in merged and "CONFIG_KVM_AMD" not in merged   # Debian's m
+    assert merged["CONFIG_IDLE_PAGE_TRACKING"] == "y"                     # Debian's n
+    assert merged["CONFIG_DAMON"] == "y"
+    assert merged["CONFIG_KVM_INTEL"] == "y"                              # Debian has none
+
+
+def fake_kconfig(monkeypatch, result: str, argvs: list):
+    """run_logged standing in for merge_config.sh and make: make (olddefconfig,
+    allnoconfig) leaves result as O='s .config."""
+    def run(argv, log, what, cwd=None, env=None, explain=None, timeout=None):
+        argvs.append(argv)
+        if argv[0] == "make":
+            out = next(a.removeprefix("O=") for a in argv if a.startswith("O="))
+            (kernel.Path(out) / ".config").write_text(result)
+        return 0.0
+    monkeypatch.setattr(kernel, "run_logged", run)
+
+
+def test_a_distro_config_is_debian_s_made_current_and_checked(tmp_path, monkeypatch, capsys):
+    debian = "CONFIG_KVM=m\nCONFIG_DEBUG_INFO_BTF=y\nCONFIG_DAMON=y\n"
+    b = distro_build(tmp_path, monkeypatch, debian)
+    argvs = []
+    want = kernel.requested_options(b.fragments())
+    made = "".join(f"{o}={'m' if o == 'CONFIG_KVM' else w.value}\n"
+                   for o, w in want.items() if w.value != "n")
+    fake_kconfig(monkeypatch, made, argvs)
+    kernel.configure(b)
+    merge, make = argvs
+    assert merge[-2:] == [str(b.out / "debian.config"), str(b.out / "fragments.config")]
+    assert make[-1] == "olddefconfig"
+    # Debian's own option that olddefconfig dropped (no pahole here) is said
+    assert ("olddefconfig dropped 1 of Debian's options, CONFIG_DEBUG_INFO_BTF: "
+            in capsys.readouterr().err)
+    # the same result without KVM_INTEL: one line naming option, fragment, wanted and got
+    fake_kconfig(monkeypatch, made.replace("CONFIG_KVM_INTEL=y\n", "CONFIG_KVM_INTEL=m\n")
+                 .replace("CONFIG_DAMON_SYSFS=y\n", ""), [])
+    with pytest.raises(LabError) as e:
+        kernel.configure(b)
+    assert str(e.value) == (
+        "config distro-config-x86_64: config.amd64_none_amd64.xz + the fragments, "
+        "olddefconfig: CONFIG_DAMON_SYSFS dropped (configs/common.config wants y, got n) "
+        f"(see {b.out / '.config'})")
+
+
+def test_make_test_s_config_is_allnoconfig_and_exact(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "TREE", tmp_path / "linux")
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    b = Build(profile.load("x86_64"), "patched", debug=True, deb=True)
+    want = kernel.requested_options(b.fragments())
+    made = "".join(f"{o}={'m' if o == 'CONFIG_KVM_AMD' else w.value}\n"
+                   for o, w in want.items() if w.value != "n")
+    argvs = []
+    fake_kconfig(monkeypatch, made, argvs)
+    with pytest.raises(LabError, match=r"^config deb-x86_64-test: allnoconfig \+ the fragments: "
+                       r"CONFIG_KVM_AMD changed \(configs/x86_64.config wants y, got m\) \(see "):
+        kernel.configure(b)
+    assert argvs[0][-len(b.fragments()):] == [str(f) for f in b.fragments()]
+    assert argvs[1][-1] == "allnoconfig"
+
+
+def test_options_debian_builds_that_olddefconfig_dropped():
+    start = {"CONFIG_A": "y", "CONFIG_B": "m", "CONFIG_C": "y", "CONFIG_S": '""'}
+    assert kernel.dropped(start, "CONFIG_A=y\nCONFIG_S=\"\"\n") == ["CONFIG_B", "CONFIG_C"]
