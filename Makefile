@@ -24,6 +24,15 @@
 #   make topics                    per topic, the bases that carry it, and per patch whether
 #                                  the other base's version is the same change, a port or none
 #   make kernel ARCH=arm64 VARIANT=vanilla [DEBUG=1]   (or a variant of bench/<base>/variants.toml)
+#   make deb ARCH=x86_64|arm64 [CONFIG=distro|test]   make bindeb-pkg of the patched tree:
+#                                  linux-image, linux-headers, linux-libc-dev in
+#                                  build/<base>/debs/<arch>-<config>/; distro (the default):
+#                                  Debian's config of the base (bases/<base>.toml) with
+#                                  configs/common + <arch>, olddefconfig (hours here); test:
+#                                  make test's kernel's config, minutes with ccache
+#   make check-distro-config       Debian's config of each arch with configs/common + <arch>,
+#                                  olddefconfig: fails naming each option of theirs it
+#                                  dropped or changed (seconds; make check does it too)
 #   make run ARCH=.. BOOT=<boot> TEST=a[,b] [ARGS=".."] [KERNEL_ARGS=".."] [SELFTESTS=<tree>]
 #            [VARIANT=vanilla]     those tests in one boot of make test's kernel, KTAP out
 #                                  (no pytest, no check); SELFTESTS: another tree's kvm selftests;
@@ -76,13 +85,15 @@ export LAB_BASE_TREE := $(BASE_TREE)
 export LAB_REBUILD := $(REBUILD)
 export LAB_CHECK_REBUILD := $(or $(CHECK_REBUILD),$(REBUILD))
 
+# make deb's config: distro or test (lab/deb.py).
+CONFIG  ?= distro
 BENCH   ?= default
 LAB := $(PYTHON) -m lab
 # Commands that plot use the venv's Python, which has matplotlib.
 VLAB := $(VENV)/bin/python -m lab
 
 .PHONY: all deps venv base tree export kernel selftests test check pytest bench bench-native \
-	compare series clean help run shell list topics lava lava-run
+	compare series clean help run shell list topics lava lava-run deb check-distro-config
 
 # The comment block at the top, up to the first blank line.
 help:
@@ -120,6 +131,12 @@ kernel: tree
 
 selftests: kernel
 	@$(LAB) selftests --arch $(ARCH) --variant $(VARIANT) $(if $(DEBUG),--debug)
+
+deb: tree
+	@$(LAB) deb --arch $(ARCH) --config $(CONFIG)
+
+check-distro-config: tree
+	@$(LAB) distro-config
 
 pytest: venv
 	@$(VENV)/bin/python -m pytest -q -rs tests

@@ -66,13 +66,24 @@ def private_options(where: Path) -> list[str]:
             "-o", "Acquire::Languages=none"]
 
 
-def prepare(where: Path, line: str) -> list[str]:
-    """Lay out the private configuration of one source line; its options."""
+def architectures_conf(architectures: list[str] | tuple[str, ...]) -> str:
+    """apt.conf's lines that make apt index and download these Debian
+    architectures, whatever dpkg on the machine knows: arm64's linux-config
+    package on an amd64 host that never ran make deps."""
+    if not architectures:
+        return ""
+    return ("#clear APT::Architectures;\nAPT::Architectures { "
+            + " ".join(f'"{a}";' for a in architectures) + " };\n")
+
+
+def prepare(where: Path, line: str, architectures: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Lay out the private configuration of one source line (and, when
+    given, the Debian architectures its lists index); its options."""
     for d in ("etc/sources.list.d", "etc/preferences.d", "lists/partial",
               "cache/archives/partial"):
         (where / d).mkdir(parents=True, exist_ok=True)
     (where / "etc" / "sources.list").write_text(line)
-    (where / "etc" / "apt.conf").write_text(NO_HOOKS)
+    (where / "etc" / "apt.conf").write_text(NO_HOOKS + architectures_conf(architectures))
     return private_options(where)
 
 
@@ -158,6 +169,15 @@ def dpkg_deb_error(output: str, returncode: int) -> str:
     return " | ".join(own or lines[-1:]) or f"exit {returncode}, no output"
 
 
+class MissingMember(LabError):
+    """A .deb without the file asked for; present: the names in that
+    file's folder of the package (none: the folder is not there either)."""
+
+    def __init__(self, message: str, present: list[str]):
+        super().__init__(message)
+        self.present = present
+
+
 def deb_member(deb: Path, member: str, dest: Path) -> Path:
     """Extract one file of a .deb (dpkg-deb -x into a scratch dir); a .deb
     dpkg-deb cannot read (a truncated download, say) is a LabError naming
@@ -173,6 +193,8 @@ def deb_member(deb: Path, member: str, dest: Path) -> Path:
                            f"{dpkg_deb_error(proc.stderr + proc.stdout, proc.returncode)}")
         src = Path(tmp) / member
         if not src.exists():
-            raise LabError(f"{deb.name} has no {member}")
+            folder = src.parent
+            raise MissingMember(f"{deb.name} has no {member}", sorted(
+                p.name for p in folder.iterdir()) if folder.is_dir() else [])
         shutil.move(src, dest)
     return dest

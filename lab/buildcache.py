@@ -62,7 +62,8 @@ def _inputs(b: Build, kind: str) -> list[tuple[str, str]] | None:
     """What b's kernel (kind) or selftests are built from, or None when
     they are not kept (see the module's comment); a kernel's tree prepared
     first (kernel.prepare_source)."""
-    if os.environ.get("LAB_REBUILD") or b.variant == kernel.CHECK:
+    # Debian's config (a distro or make deb build) is no input keyed here.
+    if os.environ.get("LAB_REBUILD") or b.variant == kernel.CHECK or b.distro or b.deb:
         return None
     if kind == "selftests" and b.variant != "patched":
         return None
@@ -158,9 +159,7 @@ def build_kernel(b: Build) -> Path:
             for name, dest in (("config", b.out / ".config"), ("image", b.image),
                                ("headers", b.headers)):
                 _put(entry / name, dest)
-            if b.link.is_symlink() or b.link.exists():
-                b.link.unlink()
-            b.link.symlink_to(b.out.relative_to(paths.BASE_BUILD))
+            kernel.link(b)
         say(f"kernel {b.name}: as built {built_when(entry)} {REUSED} -> {b.link / b.profile.image}")
         return b.image
     image = kernel.build(b)

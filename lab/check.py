@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import kernel, ktap, mail, paths, profile, selftests, series, tree
+from lab import base, deb, kernel, ktap, mail, paths, profile, selftests, series, tree
 from lab.kernel import Build
 from lab.progress import LabError, compiler_errors, run_logged, say
 
@@ -431,6 +431,8 @@ def run() -> Report:
         paths.PATCHES, entries))
     rep.add("quilt push -a onto the Debian source's files (debian/patches layout)",
             check_quilt(paths.TREE, paths.PATCHES, entries, paths.BASE_BUILD / "check-quilt"))
+    for arch in profile.arches():
+        check_distro_config(arch, rep)
     src = tree.ensure_worktree(paths.TREE, paths.CHECK_SRC, keep=True)
     try:
         check_bisect(src, paths.PATCHES, entries, rep)
@@ -451,6 +453,19 @@ def run() -> Report:
             rep.add(label, [str(e)])
     self_check(src, rep)
     return rep
+
+
+def check_distro_config(arch: str, rep: Report) -> None:
+    """Debian's config of arch takes the series and what its tests need:
+    lab/deb.py's resolve, which a distro's package build starts from."""
+    dc = base.load().distro_config
+    label = (f"Debian's {arch} config" + (f" ({dc.package} {dc.version})" if dc else "")
+             + f" with configs/common and {arch}: olddefconfig keeps every option")
+    try:
+        b, secs = deb.resolve(arch)
+        rep.add(label, [], f"{secs:.0f} s, {b.out / '.config'}")
+    except LabError as e:
+        rep.add(label, [str(e)])
 
 
 def self_check(src: Path, rep: Report) -> None:

@@ -6,7 +6,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from lab import (base, bench, datafile, deps, devloop, kernel, ksftbundle, lava, lavarun, mail, passsets,
+from lab import (base, bench, datafile, deb, deps, devloop, kernel, ksftbundle, lava, lavarun, mail,
+                 passsets,
                  paths, profile, report, resultsindex, scenarios, selftests, suite, testlist, topics, tree,
                  variants)
 from lab.progress import LabError, say
@@ -58,6 +59,17 @@ def cmd_kernel(args):
 
 def cmd_selftests(args):
     selftests.build(_build(args))
+
+
+def cmd_deb(args):
+    deb.build(args.arch, args.config)
+
+
+def cmd_distro_config(args):
+    for arch in args.arch or profile.arches():
+        b, secs = deb.resolve(arch)
+        say(f"distro-config {arch}: every option of {', '.join(f.name for f in b.fragments())} "
+            f"is set in {b.out / '.config'} ({secs:.0f} s)")
 
 
 def cmd_deps(args):
@@ -351,6 +363,21 @@ def parser() -> argparse.ArgumentParser:
     lr.add_argument("--against", help="the make test run to compare with, a results "
                     "directory (default: the newest of build/<base>/results/ with the boot)")
     lr.set_defaults(fn=cmd_lava_run)
+    db = sub.add_parser("deb", help="make bindeb-pkg of the patched tree: linux-image, "
+                        "linux-headers (with modules), linux-libc-dev in "
+                        "build/<base>/debs/<arch>-<config>/")
+    db.add_argument("--arch", default="x86_64", choices=profile.arches())
+    db.add_argument("--config", default="distro", choices=deb.CONFIGS,
+                    help="distro: Debian's config of the base (bases/<base>.toml "
+                    "[distro_config]) with configs/common and <arch>, olddefconfig; test: "
+                    "make test's kernel's (allnoconfig + the fragments), cheap with ccache")
+    db.set_defaults(fn=cmd_deb)
+    dc = sub.add_parser("distro-config", help="Debian's config of each arch with "
+                        "configs/common and <arch>, made current with olddefconfig; fails "
+                        "naming each option of theirs it dropped or changed "
+                        "(make check-distro-config)")
+    dc.add_argument("--arch", action="append", choices=profile.arches())
+    dc.set_defaults(fn=cmd_distro_config)
     ls = sub.add_parser("list", help="the boots and tests of each arch's list")
     ls.add_argument("--arch", action="append", choices=profile.arches())
     ls.set_defaults(fn=cmd_list)

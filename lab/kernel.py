@@ -9,14 +9,21 @@ The object directory is a direct subdirectory of its source tree
 source ".." instead of an absolute path: the vanilla, patched and variant
 trees then compile with identical command lines and ccache shares every
 unchanged object. build/<base>/<arch>-<variant>[-debug] is a symlink to it.
+
+A distro build starts from Debian's config of the base instead of
+allnoconfig (bases/<base>.toml [distro_config]): configs/common and <arch>
+on it, made current with olddefconfig (make check-distro-config, make deb
+CONFIG=distro). A make deb build has an output directory of its own
+(deb-<arch>-<distro|test>), lab/deb.py.
 """
+import lzma
 import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths, tree, variants
+from lab import base, datafile, paths, tree, variants
 from lab.profile import Profile
 from lab.progress import LabError, compiler_errors, exclusive, jobs, run_logged, say
 
@@ -34,9 +41,18 @@ class Build:
     # Fragments of configs/ merged last (a boot's `config`, e.g. kasan): a
     # kernel of its own, named after them.
     extra: tuple[str, ...] = ()
+    # Debian's config of the base with the fragments on it (debug: False,
+    # Debian's kernel keeps its own debug options), not allnoconfig.
+    distro: bool = False
+    # make deb's build of that config, or of make test's (debug: True).
+    deb: bool = False
 
     @property
     def name(self) -> str:
+        if self.deb:
+            return f"deb-{self.profile.arch}-{'distro' if self.distro else 'test'}"
+        if self.distro:
+            return f"distro-config-{self.profile.arch}"
         return (f"{self.profile.arch}-{self.variant}" + ("-debug" if self.debug else "")
                 + "".join(f"-{x}" for x in self.extra))
 
@@ -63,7 +79,7 @@ class Build:
 
     def fragments(self) -> list[Path]:
         names = ["common", self.profile.arch]
-        if self.debug:
+        if self.debug and not self.distro:
             # debug-<arch>: options that need DEBUG_KERNEL, which bench kernels lack.
             names += ["debug", f"debug-{self.profile.arch}"]
         if self.variant == CHECK:
@@ -92,51 +108,115 @@ class Build:
 
     @property
     def lock(self) -> Path:
-        """Held while anything builds into out (progress.exclusive)."""
-        return paths.BASE_BUILD / "locks" / f"{self.name}.lock"
+        """Held while anything builds into out (progress.exclusive). make
+        deb's builds of an arch, either config, share one: their packages
+        land under the same names in the tree's top (lab/deb.py)."""
+        return paths.BASE_BUILD / "locks" / (
+            f"deb-{self.profile.arch}.lock" if self.deb else f"{self.name}.lock")
 
 
-def requested_options(fragments: list[Path]) -> dict[str, str]:
-    """CONFIG_X -> value ('n' for '# CONFIG_X is not set') from the fragments."""
+@dataclass(frozen=True)
+class Wanted:
+    value: str            # y, m, a string or a number; n for "# CONFIG_X is not set"
+    fragment: Path        # the last fragment that sets it (merge_config's order)
+
+
+def requested_options(fragments: list[Path]) -> dict[str, Wanted]:
+    """CONFIG_X -> what the fragments ask of it."""
     want = {}
     for f in fragments:
         for line in f.read_text().splitlines():
             m = re.match(r"(CONFIG_[A-Za-z0-9_]+)=(.*)", line)
             if m:
-                want[m.group(1)] = m.group(2)
+                want[m.group(1)] = Wanted(m.group(2), f)
             m = re.match(r"# (CONFIG_[A-Za-z0-9_]+) is not set", line)
             if m:
-                want[m.group(1)] = "n"
+                want[m.group(1)] = Wanted("n", f)
     return want
 
 
-def unmet_options(want: dict[str, str], config_text: str) -> list[str]:
-    """Requested options that Kconfig dropped (unmet dependency or typo)."""
-    have = {}
-    for line in config_text.splitlines():
-        m = re.match(r"(CONFIG_[A-Za-z0-9_]+)=(.*)", line)
-        if m:
-            have[m.group(1)] = m.group(2)
+def config_values(config_text: str) -> dict[str, str]:
+    """CONFIG_X -> its value in a .config (an option not set is absent)."""
+    return dict(re.findall(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", config_text, re.M))
+
+
+BUILT = {"y", "m"}
+
+
+def unmet_options(want: dict[str, Wanted], config_text: str,
+                  modules: bool = False) -> list[str]:
+    """Requested options that Kconfig dropped (unmet dependency or typo) or
+    changed, each with the fragment that asks for it. modules: y and m meet
+    each other (a distro's choice to build a tristate as a module, KVM=m on
+    amd64, gives the series what a y would); without, a value is exact (make
+    test's kernels have no modules to load)."""
+    have = config_values(config_text)
     bad = []
-    for opt, val in want.items():
+    for opt, w in want.items():
         got = have.get(opt, "n")
-        if got != val:
-            bad.append(f"{opt}={val} (got {got})")
+        if got == w.value or modules and {got, w.value} <= BUILT:
+            continue
+        bad.append(f"{opt} {'dropped' if got == 'n' else 'changed'} "
+                   f"({datafile.origin(w.fragment)} wants {w.value}, got {got})")
     return bad
+
+
+def dropped(start: dict[str, str], config_text: str) -> list[str]:
+    """The options start builds (y or m) that config_text does not set."""
+    have = config_values(config_text)
+    return [o for o, v in start.items() if v in BUILT and o not in have]
+
+
+def option_line(opt: str, value: str) -> str:
+    return f"# {opt} is not set\n" if value == "n" else f"{opt}={value}\n"
 
 
 def configure(b: Build) -> None:
     b.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, ARCH=b.profile.make_arch)
+    want = requested_options(b.fragments())
+    if b.distro:
+        start = _distro_start(b, want)
+        merged = [str(start), str(b.out / "fragments.config")]
+    else:
+        merged = ["/dev/null", *map(str, b.fragments())]
     run_logged([str(b.src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(b.out),
-                "/dev/null", *map(str, b.fragments())], b.log("config"),
-               f"config {b.name}", cwd=b.src, env=env)
-    run_logged(b.make_argv(f"KCONFIG_ALLCONFIG={b.out / '.config'}", "allnoconfig"),
-               b.log("config"), f"config {b.name}")
-    bad = unmet_options(requested_options(b.fragments()), (b.out / ".config").read_text())
+                *merged], b.log("config"), f"config {b.name}", cwd=b.src, env=env)
+    if b.distro:
+        run_logged(b.make_argv("olddefconfig"), b.log("config"), f"config {b.name}")
+    else:
+        run_logged(b.make_argv(f"KCONFIG_ALLCONFIG={b.out / '.config'}", "allnoconfig"),
+                   b.log("config"), f"config {b.name}")
+    made = (b.out / ".config").read_text()
+    if b.distro:
+        lost = dropped(config_values((b.out / "debian.config").read_text()), made)
+        if lost:
+            say(f"config {b.name}: olddefconfig dropped {len(lost)} of Debian's options, "
+                f"{', '.join(lost)}: what Kconfig probes on this host differs from Debian's "
+                f"build (pahole, for DEBUG_INFO_BTF: apt dwarves; an older compiler)")
+    bad = unmet_options(want, made, modules=b.distro)
     if bad:
-        raise LabError(f"config {b.name}: the fragments ask for options Kconfig did not "
-                       f"set: {', '.join(bad)} (see {b.out / '.config'})")
+        how = (f"{base.config_name(b.profile.debian_arch)} + the fragments, olddefconfig"
+               if b.distro else "allnoconfig + the fragments")
+        raise LabError(f"config {b.name}: {how}: {'; '.join(bad)} (see {b.out / '.config'})")
+
+
+def _distro_start(b: Build, want: dict[str, Wanted]) -> Path:
+    """Debian's config of b's arch as out/debian.config, and what of want
+    to merge onto it as out/fragments.config: all of it but a y where
+    Debian builds a module (see unmet_options)."""
+    debian = b.out / "debian.config"
+    debian.write_bytes(lzma.decompress(base.distro_config(b.profile.debian_arch).read_bytes()))
+    have = config_values(debian.read_text())
+    kept = {o: w for o, w in want.items() if not (w.value == "y" and have.get(o) == "m")}
+    (b.out / "fragments.config").write_text(
+        "".join(option_line(o, w.value) for o, w in kept.items()))
+    differ = [f"{o}={w.value} (Debian: {have.get(o, 'n')})" for o, w in kept.items()
+              if have.get(o, "n") != w.value]
+    say(f"config {b.name}: Debian's {base.config_name(b.profile.debian_arch)}"
+        + (f", with the fragments' {', '.join(differ)}" if differ
+           else ": it has every option of the fragments"))
+    return debian
 
 
 def build(b: Build) -> Path:
@@ -172,20 +252,31 @@ def prepare_source(b: Build) -> Path:
     return b.src
 
 
-def _build(b: Build) -> Path:
+def prepare(b: Build, tools: tuple[str, ...] = ()) -> None:
+    """b's source tree there, the tools of its build (and tools) found, and
+    b configured; the caller holds b.lock."""
     prepare_source(b)
-    for tool in ("make", f"{b.profile.cross_compile}gcc", "flex", "bison", "bc"):
+    for tool in ("make", f"{b.profile.cross_compile}gcc", "flex", "bison", "bc", *tools):
         if not shutil.which(tool):
             raise LabError(f"kernel {b.name}: {tool} not found (make deps installs it)")
     say(f"kernel {b.name}: configuring")
-    log = b.log("kernel")
-    log.unlink(missing_ok=True)
     configure(b)
-    say(f"kernel {b.name}: building {b.profile.target} (log: {log})")
-    secs = run_logged(b.make_argv(b.profile.target, "headers"), log, f"kernel {b.name}",
-                      explain=compiler_errors)
+
+
+def link(b: Build) -> None:
+    """build/<base>/<name> -> b's output directory."""
     if b.link.is_symlink() or b.link.exists():
         b.link.unlink()
     b.link.symlink_to(b.out.relative_to(paths.BASE_BUILD))
+
+
+def _build(b: Build) -> Path:
+    log = b.log("kernel")
+    log.unlink(missing_ok=True)
+    prepare(b)
+    say(f"kernel {b.name}: building {b.profile.target} (log: {log})")
+    secs = run_logged(b.make_argv(b.profile.target, "headers"), log, f"kernel {b.name}",
+                      explain=compiler_errors)
+    link(b)
     say(f"kernel {b.name}: built in {secs:.0f} s -> {b.link / b.profile.image}")
     return b.image

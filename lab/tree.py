@@ -147,6 +147,19 @@ def _unhide_toplevel(tree: Path) -> None:
         git(tree, "update-index", "--assume-unchanged", ".gitignore")
 
 
+def exclude(tree: Path, patterns: list[str]) -> None:
+    """patterns in tree's .git/info/exclude, each once: what a build leaves
+    in the tree's working copy (make deb's packages) is no work of the
+    tree's, for git status, make tree and the build cache."""
+    f = tree / git(tree, "rev-parse", "--git-path", "info/exclude").strip()
+    have = f.read_text().splitlines() if f.exists() else []
+    missing = [p for p in patterns if p not in have]
+    if missing:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        with open(f, "a") as out:
+            out.write("".join(f"{p}\n" for p in missing))
+
+
 def tree_base_label(tree: Path) -> str | None:
     if not (tree / ".git").exists():
         return None

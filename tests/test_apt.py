@@ -42,6 +42,14 @@ def test_the_private_configuration_is_the_base_s_own(tmp_path):
     assert not any(o.startswith("/etc/apt") or "=/etc/apt" in o for o in options)
 
 
+def test_the_private_configuration_may_index_other_architectures(tmp_path):
+    apt.prepare(tmp_path, "deb x\n", ["amd64", "arm64"])
+    assert (tmp_path / "etc/apt.conf").read_text().splitlines()[3:] == [
+        "#clear APT::Architectures;", 'APT::Architectures { "amd64"; "arm64"; };']
+    apt.prepare(tmp_path, "deb x\n")
+    assert "Architectures" not in (tmp_path / "etc/apt.conf").read_text()
+
+
 def test_each_base_has_its_configuration_under_the_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(apt.paths, "CACHE", tmp_path)
     assert apt.root("7.3") == tmp_path / "apt" / "7.3"
@@ -138,8 +146,12 @@ def test_a_member_of_a_deb_is_extracted(tmp_path):
     deb = a_deb(tmp_path)
     got = apt.deb_member(deb, "usr/src/f.tar.xz", tmp_path / "out")
     assert got.read_bytes() == CONTENT
-    with pytest.raises(LabError, match=r"^lab-fixture_1_all.deb has no usr/src/g.tar.xz$"):
+    with pytest.raises(LabError, match=r"^lab-fixture_1_all.deb has no usr/src/g.tar.xz$") as e:
         apt.deb_member(deb, "usr/src/g.tar.xz", tmp_path / "out2")
+    assert e.value.present == ["f.tar.xz"]              # what its folder holds
+    with pytest.raises(apt.MissingMember) as e:
+        apt.deb_member(deb, "usr/share/g", tmp_path / "out3")
+    assert e.value.present == []
 
 
 @needs_dpkg_deb

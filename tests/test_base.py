@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from lab import apt, base, deps, initramfs, kernel
+from lab import apt, base, deps, initramfs
 from lab.progress import LabError
 
 
@@ -165,14 +165,6 @@ def test_a_missing_keyring_is_named(tmp_path, monkeypatch):
                        r"at http://deb.debian.org/debian is missing \(apt: debian-archive-keyring\)"):
         base.fetch_deb(b, tmp_path / "dl")
     assert not (tmp_path / "calls.txt").exists()        # apt never ran
-
-
-def test_unmet_config_options_are_named(tmp_path):
-    frag = tmp_path / "f.config"
-    frag.write_text("CONFIG_KVM=y\nCONFIG_X86_X2APIC=y\n# CONFIG_DEBUG_VM is not set\n")
-    want = kernel.requested_options([frag])
-    assert kernel.unmet_options(want, "CONFIG_KVM=y\nCONFIG_DEBUG_VM=y\n") == [
-        "CONFIG_X86_X2APIC=y (got n)", "CONFIG_DEBUG_VM=n (got y)"]
 
 
 def test_deps_names_missing_tools():

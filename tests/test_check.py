@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import check, series
+from lab import base, check, profile, series
+from lab.kernel import Build
 from lab.progress import LabError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check"
@@ -173,3 +174,22 @@ def test_w1_build_reports_the_patchs_warnings_without_failing_on_others(tmp_path
     w1 = [a for a in calls if "W=1" in a][0]
     assert "KCFLAGS=-Wno-error" in w1
     assert problems == ["W=1: ../virt/kvm/kvm_main.c:10:1: warning: no previous prototype"]
+
+
+def test_make_check_has_a_row_per_arch_for_debian_s_config(monkeypatch):
+    def resolve(arch):
+        if arch == "arm64":
+            raise LabError("config distro-config-arm64: ...: CONFIG_X dropped (...)")
+        return Build(profile.load(arch), "patched", False, distro=True), 9.0
+    monkeypatch.setattr(check.deb, "resolve", resolve)
+    rep = check.Report()
+    for arch in ("arm64", "x86_64"):
+        check.check_distro_config(arch, rep)
+    dc = base.load().distro_config
+    (arm_label, arm), (x86_label, x86) = rep.rows
+    assert arm_label == (f"check: Debian's arm64 config ({dc.package} {dc.version}) with "
+                         "configs/common and arm64: olddefconfig keeps every option")
+    assert (arm.status, arm.detail) == ("fail", "config distro-config-arm64: ...: CONFIG_X "
+                                                "dropped (...)")
+    assert x86.status == "pass" and x86.detail.startswith("9 s, ")
+    assert rep.problems == [f"{arm_label}: config distro-config-arm64: ...: CONFIG_X dropped (...)"]

@@ -45,3 +45,26 @@ def test_the_probe_fails_without_mail_address(tmp_path, monkeypatch):
     monkeypatch.setenv("PERL5LIB", str(tmp_path))
     assert deps.missing([("$(perl -MGit::LoadCPAN::Mail::Address -e 1)",
                           "libmailtools-perl")]) != []
+
+
+def test_make_deb_s_packages_are_listed():
+    """make bindeb-pkg: dpkg-buildpackage, debhelper (probed by running it),
+    kmod, and arm64's libssl-dev, which a cross build's dpkg-checkbuilddeps
+    asks for (Unmet build dependencies: libssl-dev)."""
+    listed = dict(deps.parse(deps.LIST.read_text()))
+    assert listed["dpkg-buildpackage"] == "dpkg-dev"
+    assert listed["$(dh_assistant supported-compat-levels)"] == "debhelper"
+    assert listed["kmod"] == "kmod"
+    assert listed["/usr/include/aarch64-linux-gnu/openssl/opensslconf.h"] == "libssl-dev:arm64"
+
+
+def test_the_debhelper_probe_fails_when_debhelper_cannot_run(tmp_path, monkeypatch):
+    """dh_assistant present but its Perl library broken (a half-removed
+    debhelper): the probe runs it, so it fails, as debian/rules would."""
+    if deps.probe_failure("dh_assistant supported-compat-levels"):
+        pytest.skip("debhelper is not installed here")
+    (tmp_path / "Debian/Debhelper").mkdir(parents=True)
+    (tmp_path / "Debian/Debhelper/Dh_Lib.pm").write_text('die "Dh_Lib is broken\\n";\n')
+    monkeypatch.setenv("PERL5LIB", str(tmp_path))
+    assert deps.describe("$(dh_assistant supported-compat-levels)") == (
+        "`dh_assistant supported-compat-levels` fails (exit 255: Dh_Lib is broken)")

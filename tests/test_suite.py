@@ -73,3 +73,34 @@ def test_the_checkout_s_lists_give_each_base_s_boots():
     have = suite.boot_names(["6.12", "7.3"], ["x86_64", "arm64"])
     assert "split-thp" in have["6.12"]["arm64"] and "split-thp" not in have["7.3"]["arm64"]
     assert suite.plan_boots(["split-thp"], "7.3", ["6.12", "7.3"], have)[0] == {}
+
+
+@pytest.mark.parametrize("full, variant, debug, packaged", [
+    (True, "patched", True, True), (False, "patched", True, False),
+    (True, "vanilla", True, False), (True, "patched", False, False)])
+def test_a_full_run_packages_make_test_s_kernel(monkeypatch, full, variant, debug, packaged):
+    """make test FULL=1: make deb CONFIG=test of each arch, after its build,
+    a row of the arch's; not of another variant's tree or config."""
+    tl = testlist.parse('[[boot]]\nname = "tdp"\n[[test]]\nname = "t"\n', "x86_64", "t")
+    parts = suite.arch_parts(profile.load("x86_64"), tl, None, full, variant, debug)
+    deb_parts = [p for p in parts if p.name == "x86_64+deb"]
+    assert len(deb_parts) == packaged
+    if not packaged:
+        return
+    assert deb_parts[0].after == ("x86_64",)
+    built = []
+    monkeypatch.setattr(suite.deb, "build", lambda arch, config: built.append((arch, config))
+                        or [suite.paths.BASE_BUILD / "debs/x86_64-test/linux-image-1_amd64.deb"])
+    (rep,) = deb_parts[0].fn()
+    assert built == [("x86_64", "test")]
+    assert rep.rows == [("x86_64: make deb CONFIG=test packages make test's kernel",
+                         suite.ktap.Result("deb", "pass", "linux-image-1_amd64.deb"))]
+
+    def fails(arch, config):
+        raise LabError("deb deb-x86_64-test failed (exit 2); log: l\n    dpkg-checkbuilddeps: "
+                       "error: Unmet build dependencies: libssl-dev")
+    monkeypatch.setattr(suite.deb, "build", fails)
+    (rep,) = deb_parts[0].fn()
+    assert rep.rows[0][1].status == "fail"
+    assert rep.problems == ["deb deb-x86_64-test failed (exit 2); log: l\n    "
+                            "dpkg-checkbuilddeps: error: Unmet build dependencies: libssl-dev"]
