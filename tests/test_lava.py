@@ -1,5 +1,6 @@
 """make lava: the jobs carry each boot's command line, CPU and tests, the
 monitor reads what the guest prints, and the YAML reads back as the job."""
+import importlib
 import shlex
 from pathlib import Path
 
@@ -123,10 +124,21 @@ def test_yaml_reads_back_as_the_job(jobs):
         assert yaml.safe_load(lava.to_yaml(job, "a\n\ncomment")) == job, name
 
 
-def test_jobs_pass_lava_schema(jobs):
-    schemas = pytest.importorskip(
-        "lava_common.schemas", reason="LAVA's job schema is not importable: Debian's "
-        "lava-common package (a dependency of lava-dispatcher) provides lava_common")
+def test_jobs_pass_lava_schema(jobs, monkeypatch):
+    """LAVA's own job schema, strict: lava_common from Debian's lava-common,
+    as make lava-run unpacks it into the cache (lab/lavarun.py), with
+    voluptuous from the venv (requirements.txt)."""
+    from lab import lavarun
+    d = lavarun.load()
+    where = lavarun.unpacked_dir(d)
+    if not (where / lavarun.DONE_MARK).exists():
+        pytest.skip(f"LAVA's job schema is not unpacked in {where}: make lava-run unpacks "
+                    "Debian's lava-dispatcher and lava-common there")
+    pytest.importorskip("voluptuous", reason="voluptuous is not installed: make venv "
+                        "installs it (requirements.txt)")
+    monkeypatch.syspath_prepend(str(where / d.python))
+    schemas = importlib.import_module("lava_common.schemas")
+    assert Path(schemas.__file__).is_relative_to(where), "Debian's, not another lava_common"
     for name, job in jobs.items():
         try:
             schemas.validate(job, strict=True)
