@@ -109,7 +109,7 @@ def _fit_rows(points: list[Scenario], metric: str, group: str, labels: tuple[str
     first = points[0].sweep
     per = size(first.fit_per)
     kind = points[0].kind(metric)
-    lines = {}
+    lines, points_of = {}, {}
     for label in labels:
         xs, ys = [], []
         for p in points:
@@ -119,24 +119,30 @@ def _fit_rows(points: list[Scenario], metric: str, group: str, labels: tuple[str
                 ys.append(stats.mean(got))
         line = stats.fit_line(xs, ys)
         if line:
-            lines[label] = line
+            lines[label], points_of[label] = line, list(zip(xs, ys, strict=True))
     if not lines:
         return []
     at = size(first.fit_at) / per if first.fit_at else None
-    head = f"| fit of {metric} | fixed | per {first.fit_per} | r² |"
+    # r² over sizes 32x apart says little of the small ones: the largest
+    # miss of a point, and each point's own cost per unit, say how straight
+    # the line is.
+    head = (f"| fit of {metric} | fixed | per {first.fit_per} | r² | largest miss | "
+            f"per {first.fit_per} at each point |")
     if at is not None:
         head += f" at {first.fit_at} (extrapolated) | change there |"
     rows = [head, "|---" * (head.count("|") - 1) + "|"]
     base = lines.get(labels[0])
     for label, line in lines.items():
-        row = f"| {label} | {_fit_value(line.fixed, kind)} | {_fit_value(line.slope, kind)} "
-        row += f"| {line.r2:.4f} |"
+        miss = max((abs(y - line.at(x)) / abs(y) for x, y in points_of[label] if y), default=0)
+        each = " / ".join(_fit_value(y / x, kind).removesuffix(" s") for x, y in points_of[label])
+        row = (f"| {label} | {_fit_value(line.fixed, kind)} | {_fit_value(line.slope, kind)} "
+               f"| {line.r2:.4f} | {miss * 100:.1f} % | {each} |")
         if at is not None:
-            there, then = line.at(at), base.at(at) if base else 0
-            change = ("" if label == labels[0] or not then
-                      else "0" if round(there - then, 9) == 0
-                      else f"{(there - then) / then * 100:+.1f} %")
-            row += f" {_fit_value(there, kind)} | {change} |"
+            at_target, baseline_at_target = line.at(at), base.at(at) if base else 0
+            change = ("" if label == labels[0] or not baseline_at_target
+                      else "0" if round(at_target - baseline_at_target, 9) == 0
+                      else f"{(at_target - baseline_at_target) / abs(baseline_at_target) * 100:+.1f} %")
+            row += f" {_fit_value(at_target, kind)} | {change} |"
         rows.append(row)
     return rows
 

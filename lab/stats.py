@@ -77,7 +77,8 @@ def compare(a: list[float], b: list[float], exact: bool = False) -> Comparison:
     am, bm = mean(a), mean(b)
     asd, bsd = stdev(a), stdev(b)
     se = _stderr(asd, len(a), bsd, len(b))
-    change = (bm - am) / am * 100 if am else math.nan
+    # the sign of the difference, a negative baseline's too (-16384 -> -8192: +50 %)
+    change = (bm - am) / abs(am) * 100 if am else math.nan
     exact = ((exact and len(set(a)) == len(set(b)) == 1)
              or (repeats_exactly(a) and repeats_exactly(b)))
     if exact:

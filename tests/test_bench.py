@@ -88,7 +88,8 @@ def test_levels_and_selection():
 def test_a_time_on_the_hosts_clock_runs_in_full_only():
     timed_by_default = LEVELS.replace('name = "timed"\nlevel = "full"\n', 'name = "timed"\n')
     with pytest.raises(LabError, match=r"^bench/t.toml: timed: level 'default' runs counts and "
-                       r"emulated time only, and 'execute' is a time on the host's clock: "
+                       r"emulated time that repeat only, and 'execute' is a time of clock "
+                       r"'host', which do not: "
                        r'give it level = "full", or clock = "icount"$'):
         scenarios.parse(timed_by_default, "bench/t.toml")
 
@@ -766,6 +767,12 @@ def test_a_sweep_is_a_scenario_per_point_with_the_point_in_its_name_and_command(
     (('"2M", "1G"]', '"2M", "2M"]'), "sweep values repeat"),
     (('sweep_fit_per = "2M"\n', ''), "sweep_fit_at extends a fit: give sweep_fit_per too"),
     (('sweep = ["64M", "2M", "1G"]\n', ''), "names {sweep} or a fit, but gives no sweep"),
+    (('sweep_fit_per = "2M"', 'sweep_fit_per = "0"'), "sweep value '0' is no number or size "
+     "above 0"),
+    (('repeats = 1', 'repeats = 1\ncmdline = "hugepages={sweep}"'),
+     "{sweep} stands in the name and commands only, not in cmdline"),
+    (('kernel = "vanilla", cmdline = "x=1"', 'kernel = "vanilla", cmdline = "x={sweep}"'),
+     "{sweep} stands in the name and commands only, not in sides' cmdline"),
 ])
 def test_bad_sweeps_are_refused(change, msg):
     with pytest.raises(LabError, match=re.escape(msg)):
@@ -788,10 +795,12 @@ def test_a_sweeps_report_has_a_row_per_point_and_each_sides_line():
     # in the order of the points' sizes, not of the file
     assert [r.split(" | ")[0] for r in rows] == ["| 2M", "| 64M", "| 1G"]
     assert rows[0] == "| 2M | 1512 ± 0 (1) | 51 ± 0 (1) | -1461 (-96.6 %), exact |"
-    assert "| before | 1000 | 512 | 1.0000 | 25166824 |  |" in lines
-    assert "| 6.12 | 50 | 1 | 1.0000 | 49202 | -99.8 % |" in lines
+    # each point's own cost per 2M, smallest first: the fixed part shows
+    assert "| before | 1000 | 512 | 1.0000 | 0.0 % | 1512 / 543.2 / 514 | 25166824 |  |" in lines
+    assert "| 6.12 | 50 | 1 | 1.0000 | 0.0 % | 51 / 2.562 / 1.098 | 49202 | -99.8 % |" in lines
     # a side on the baseline's line is no change there
-    assert "| fit of flushes | fixed | per 2M | r² | at 96G (extrapolated) | change there |" in lines
+    assert ("| fit of flushes | fixed | per 2M | r² | largest miss | per 2M at each point | "
+            "at 96G (extrapolated) | change there |") in lines
     # the points are not repeated in the table of single scenarios
     assert not any(r.startswith("| z/disable-") for r in lines)
 
@@ -836,8 +845,33 @@ def test_a_metric_per_an_unknown_or_derived_metric_is_refused(per, msg):
         scenarios.parse(PER.replace('per = "passes"', f'per = "{per}"'), "bench/a.toml")
 
 
-def test_two_vcpus_under_icount_count_emulated_time():
-    sc, = scenarios.parse(EXACT.replace('clock = "icount"', 'clock = "icount-2cpu"'),
+def test_two_vcpus_under_icount_count_emulated_time_that_runs_in_full_only():
+    two = EXACT.replace('clock = "icount"', 'clock = "icount-2cpu"')
+    # two vCPUs taking turns: emulated times that differ boot to boot
+    with pytest.raises(LabError, match="'execute' is a time of clock 'icount-2cpu', which do not"):
+        scenarios.parse(two.replace("exact_counts = true\n", ""), "bench/x.toml")
+    with pytest.raises(LabError, match="exact_counts declares the counts of one vCPU"):
+        scenarios.parse(two.replace('clock = "icount-2cpu"',
+                                    'clock = "icount-2cpu"\nlevel = "full"'), "bench/x.toml")
+    sc, = scenarios.parse(two.replace("exact_counts = true\n", 'level = "full"\n'),
                           "bench/x.toml")
     assert sc.kind("execute") == scenarios.EMULATED_TIME
     assert scenarios.CLOCKS[sc.clock].smp == 2
+
+
+def test_a_fit_says_how_far_its_points_are_off_the_line_and_keeps_signs():
+    """A change has the sign of its difference, whatever the baseline's:
+    a negative count (4K mappings removed) going toward 0 is +50 %; a
+    curved sweep shows its largest miss."""
+    scs = scenarios.parse(SWEEP.replace("flushes: (\\d+)", "flushes: (-?\\d+)"), "bench/z.toml")
+    res = bench.Results()
+    for sc in scs:
+        n = sc.sweep.x / (2 << 20)
+        for label, y in (("before", -512 * n), ("6.12", -256 * n + (100 if n == 1 else 0))):
+            bench.record_run(res, sc, label, [f"flushes: {y:.0f}"], 0, "boot")
+    text = benchreport.render(scs, res)
+    row = next(r for r in text.splitlines() if r.startswith("| 6.12 | "))
+    assert row.endswith("| +50.0 % |"), row
+    miss = float(row.split(" | ")[4].removesuffix(" %"))
+    assert miss == 30.0, row    # the 2M point: -156 measured, -202.8 on the line
+    assert "| before | 0 | -512 | 1.0000 | 0.0 % |" in text

@@ -114,3 +114,10 @@ def test_a_run_builds_its_sides_kernels_the_patched_headers_and_says_where_it_is
     assert res.boot_runs["boot x86_64-vanilla [hugepagesz=2M hugepages=300 kvm.nx_huge_pages=Y "
                          "kvm.tdp_mmu=Y] icount clock boot 3/3"] == [f"{sc.key}:6.12 TDP MMU"]
     assert res.values[sc.key][("execute faults", "")]["6.12 TDP MMU"] == [64.0] * 3
+
+
+def test_a_kernel_recorded_only_cold_is_as_fast_warm_as_the_others():
+    built = {"lock-stat": [654.0, 453.0], "vanilla": [6.0, 479.0], "before": [14.0, 1032.0]}
+    assert benchtime.warm_build("lock-stat", built) == 14.0
+    assert benchtime.warm_build("vanilla", built) == 6.0
+    assert benchtime.warm_build("never-built", built) == 14.0

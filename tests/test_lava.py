@@ -144,6 +144,11 @@ def test_jobs_pass_lava_schema(jobs, monkeypatch):
             schemas.validate(job, strict=True)
         except Exception as e:   # voluptuous's Invalid: say which job
             pytest.fail(f"{name}: {e}")
+    # and it refuses what it should: a misspelt key of one of ours
+    job = dict(next(iter(jobs.values())))
+    job["visibilty"] = job.pop("visibility")
+    with pytest.raises(Exception, match="extra keys not allowed"):
+        schemas.validate(job, strict=True)
 
 
 def test_write_replaces_the_folder(tmp_path):

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from lab import initramfs, ktap, profile, testlist
+from lab import initramfs, ktap, paths, profile, testlist
 from lab.progress import LabError
 
 LIST = """
@@ -224,6 +224,19 @@ def test_x86_flakes_are_recognised_in_real_output(detail, output, flaky):
     tl = testlist.load("x86_64")
     run = ktap.Run(ktap.Result("dirty_log_perf_test", ktap.FAIL, detail), output)
     assert (tl.known_flake(run) is not None) == flaky
+
+
+@pytest.mark.parametrize("base", ["6.12", "7.3"])
+@pytest.mark.parametrize("words", [
+    "Invalid guest sync status: exit_reason=SHUTDOWN",                  # memstress tests
+    "Side vCPU: invalid guest sync status: exit_reason=SHUTDOWN",       # aging_stress_test
+    "Unexpected exit: SHUTDOWN",                                        # mmu_rmaps_stat_test
+    "vCPU 1: unexpected exit: SHUTDOWN",                                # 7.3's memstress passes
+])
+def test_each_bases_x86_list_knows_each_wording_of_a_shutdown(base, words):
+    tl = testlist.load("x86_64", paths.TESTLISTS.parent / base)
+    run = ktap.Run(ktap.Result("t", ktap.FAIL, "exit=254"), ("#   t.c:1: false", f"#   {words}"))
+    assert tl.known_flake(run) is not None
 
 
 @pytest.mark.parametrize("boot, msg", [
